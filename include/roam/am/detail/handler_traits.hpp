@@ -1,0 +1,230 @@
+// roam — how a callable becomes a registered, invocable handler.
+#pragma once
+
+#include <roam/am/serialization.hpp>
+#include <roam/core/detail/function_table.hpp>
+#include <roam/core/detail/handler_registry.hpp>
+#include <roam/core/detail/node_api.hpp>
+#include <roam/core/error.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <typeinfo>
+#include <utility>
+
+namespace roam::detail {
+
+/// Human-readable name of a type, from the compiler (stable within one binary).
+template <class T>
+constexpr std::string_view type_name() {
+  std::string_view p = __PRETTY_FUNCTION__;
+  auto begin = p.find("T = ") + 4;
+  auto end = p.find_first_of(";]", begin);
+  return p.substr(begin, end - begin);
+}
+
+template <class Sig>
+struct signature_traits;
+template <class R, class... A>
+struct signature_traits<R(A...)> {
+  using result = R;
+  using params = std::tuple<A...>;
+};
+
+template <class F>
+struct call_operator_traits;
+#define ROAM_CALL_OPERATOR_TRAITS(QUALIFIERS) \
+  template <class C, class R, class... A>     \
+  struct call_operator_traits<R (C::*)(A...) QUALIFIERS> : signature_traits<R(A...)> {};
+ROAM_CALL_OPERATOR_TRAITS()
+ROAM_CALL_OPERATOR_TRAITS(const)
+ROAM_CALL_OPERATOR_TRAITS(noexcept)
+ROAM_CALL_OPERATOR_TRAITS(const noexcept)
+#undef ROAM_CALL_OPERATOR_TRAITS
+
+template <class F, class = void>
+struct has_single_call_operator : std::false_type {};
+template <class F>
+struct has_single_call_operator<F, std::void_t<decltype(&F::operator())>> : std::true_type {};
+
+/// result and params of a handler type: a function pointer or a class with one
+/// non-template operator().
+template <class H>
+struct handler_traits {
+  static_assert(
+      has_single_call_operator<H>::value,
+      "roam: a handler must be a function, a lambda or a function object with exactly one "
+      "non-template operator() (generic lambdas cannot be sent: name the parameter types)");
+  using base = call_operator_traits<decltype(&H::operator())>;
+  using result = typename base::result;
+  using params = typename base::params;
+  static constexpr bool is_function_pointer = false;
+};
+template <class R, class... A>
+struct handler_traits<R (*)(A...)> : signature_traits<R(A...)> {
+  static constexpr bool is_function_pointer = true;
+};
+template <class R, class... A>
+struct handler_traits<R (*)(A...) noexcept> : signature_traits<R(A...)> {
+  static constexpr bool is_function_pointer = true;
+};
+
+template <class H>
+using handler_result_t = std::decay_t<typename handler_traits<H>::result>;
+
+/// Lvalue-reference parameters receive the stored argument; all others receive it moved.
+template <class P, class V>
+decltype(auto) pass_argument(V& stored) {
+  if constexpr (std::is_lvalue_reference_v<P>)
+    return (stored);
+  else
+    return std::move(stored);
+}
+
+template <class H>
+void check_handler_type() {
+  using traits = handler_traits<H>;
+  static_assert(traits::is_function_pointer || std::is_empty_v<H> || is_serializable<H>,
+                "roam: a handler must be a function, a stateless lambda or a serializable function "
+                "object; lambdas with captures cannot be sent (pass the values as arguments)");
+  static_assert(traits::is_function_pointer || std::is_default_constructible_v<H>,
+                "roam: a function-object handler must be default constructible");
+  []<class... P>(std::tuple<P...>*) {
+    static_assert((!std::is_pointer_v<std::decay_t<P>> && ...),
+                  "roam: handler parameters cannot be raw pointers");
+    static_assert((std::is_default_constructible_v<std::decay_t<P>> && ...),
+                  "roam: handler parameter types must be default constructible");
+  }(static_cast<typename traits::params*>(nullptr));
+}
+
+std::string describe_exception(std::exception_ptr e, std::string& type);
+
+/// The registered handler for callable type H.
+template <class H>
+struct am_handler {
+  using traits = handler_traits<H>;
+  using params = typename traits::params;
+  using result = handler_result_t<H>;
+
+  static H resolve(message& m, message_reader& r) {
+    if constexpr (traits::is_function_pointer) {
+      const void* p = decode_function(m.header.function);
+      if (!p)
+        throw deserialization_error("the function token " + std::to_string(m.header.function) +
+                                    " names no code in this binary");
+      return reinterpret_cast<H>(const_cast<void*>(p));
+    } else if constexpr (std::is_empty_v<H>) {
+      return H{};
+    } else {
+      H fn{};
+      read_value(r, fn);
+      return fn;
+    }
+  }
+
+  template <std::size_t... I>
+  static decltype(auto) call(H& fn, auto& args, std::index_sequence<I...>) {
+    return fn(pass_argument<std::tuple_element_t<I, params>>(std::get<I>(args))...);
+  }
+
+  static void invoke(node_runtime& node, message& m) {
+    message_reader r(m.payload(), m.header.payload_size);
+    H fn = resolve(m, r);
+    auto args = []<class... P>(std::tuple<P...>*) {
+      return std::tuple<std::decay_t<P>...>{};
+    }(static_cast<params*>(nullptr));
+    std::apply([&r](auto&... a) { (read_value(r, a), ...); }, args);
+    r.expect_end();
+    constexpr auto seq = std::make_index_sequence<std::tuple_size_v<params>>{};
+    if (!(m.header.flags & flag_wants_reply)) {
+      call(fn, args, seq);
+      return;
+    }
+    message_ptr reply = message::allocate(64);
+    message_writer w(reply);
+    bool failed = false;
+    try {
+      if constexpr (std::is_void_v<typename traits::result>) {
+        call(fn, args, seq);
+      } else {
+        result value = call(fn, args, seq);
+        write_value(w, value);
+      }
+    } catch (...) {
+      std::string type;
+      std::string what = describe_exception(std::current_exception(), type);
+      reply->header.payload_size = 0;
+      message_writer error_writer(reply);
+      write_value(error_writer, type);
+      write_value(error_writer, what);
+      write_value(error_writer, std::string(entry.name));
+      error_writer.finish();
+      failed = true;
+    }
+    if (!failed) w.finish();
+    send_reply(node, m.header, std::move(reply), failed);
+  }
+
+  static constexpr std::string_view name = type_name<H>();
+  static inline handler_entry entry{name, &invoke};
+  static inline const bool registered = handler_registry::add(&entry);
+};
+
+/// Encodes function pointers with a one-entry cache per thread (handlers are usually sent
+/// in runs to the same function).
+inline std::uint64_t encode_function_cached(const void* fn) {
+  thread_local const void* last = nullptr;
+  thread_local std::uint64_t token = 0;
+  if (fn != last) {
+    token = encode_function(fn);
+    last = fn;
+  }
+  return token;
+}
+
+template <class H, class... Args, std::size_t... I>
+void write_arguments(message_writer& w, std::index_sequence<I...>, Args&&... args) {
+  using params = typename handler_traits<H>::params;
+  (
+      [&w]<class P, class A>(A&& a) {
+        static_assert(std::is_constructible_v<P, A&&>,
+                      "roam: an argument cannot be converted to the handler's parameter type");
+        if constexpr (std::is_same_v<std::decay_t<A>, P>)
+          write_value<P>(w, a);
+        else
+          write_value<P>(w, P(std::forward<A>(a)));
+      }.template
+      operator()<std::decay_t<std::tuple_element_t<I, params>>>(std::forward<Args>(args)),
+      ...);
+}
+
+/// Builds the message that runs `fn(args...)` on `dest`.
+template <class H, class... Args>
+message_ptr build_message(node_id dest, const H& fn, std::uint32_t flags, Args&&... args) {
+  check_handler_type<H>();
+  using params = typename handler_traits<H>::params;
+  static_assert(sizeof...(Args) == std::tuple_size_v<params>,
+                "roam: wrong number of arguments for this handler");
+  (void)am_handler<H>::registered;
+  message_ptr m = message::allocate(0);
+  m->header.handler = id_of(am_handler<H>::entry);
+  m->header.dest = dest;
+  m->header.flags = flags;
+  message_writer w(m);
+  if constexpr (handler_traits<H>::is_function_pointer)
+    m->header.function = encode_function_cached(reinterpret_cast<const void*>(fn));
+  else if constexpr (!std::is_empty_v<H>)
+    write_value(w, fn);
+  write_arguments<H>(w, std::make_index_sequence<sizeof...(Args)>{}, std::forward<Args>(args)...);
+  w.finish();
+  return m;
+}
+
+/// The node a send from this thread comes from: the thread's node, or the only node of
+/// this process for threads the application started itself.
+node_runtime& sending_node(const char* caller);
+
+}  // namespace roam::detail

@@ -1,0 +1,99 @@
+// roam — active messages to nodes: send, call, broadcast.
+//
+// A handler is a free function, a stateless lambda or a serializable function object.
+// Nothing needs registering: each handler type registers itself when the program starts,
+// and the tables are checked to be identical on every rank.
+//
+// Arguments are converted to the handler's parameter types and serialized at the call
+// (see serialization.hpp), so the caller may reuse or destroy them as soon as the call
+// returns.
+//
+// Ordering: messages sent by one thread to one node start running in the order they were
+// sent (several workers may then run them concurrently). Nothing is ordered between
+// different senders or different destinations.
+//
+// Threading: callable from any thread of a node, including from inside handlers, and from
+// threads the application started itself when this process hosts a single node.
+#pragma once
+
+#include <roam/am/detail/handler_traits.hpp>
+#include <roam/task/future.hpp>
+
+#include <cstring>
+
+namespace roam {
+
+/// Runs `fn(args...)` on node `dest`, fire and forget. An exception thrown by the handler
+/// stops the job (there is nobody to report it to); use call() to get errors back.
+template <class F, class... Args>
+void send(node_id dest, F&& fn, Args&&... args) {
+  auto& node = detail::sending_node("roam::send");
+  detail::post(node,
+               detail::build_message<std::decay_t<F>>(dest, fn, 0, std::forward<Args>(args)...));
+}
+
+namespace detail {
+
+/// A pending call: the future's state, filled by the reply.
+template <class R>
+class call_state final : public shared_state<R>, public reply_target {
+ public:
+  void deliver(const std::byte* payload, std::size_t size, bool is_error) override {
+    message_reader r(payload, size);
+    if (is_error) {
+      std::string type, what, handler;
+      read_value(r, type);
+      read_value(r, what);
+      read_value(r, handler);
+      r.expect_end();
+      this->set_exception(std::make_exception_ptr(
+          remote_error(type, what, "roam: handler '" + handler + "' threw " + type + ": " + what)));
+      return;
+    }
+    stored_t<R> value{};
+    if constexpr (!std::is_void_v<R>) read_value(r, value);
+    r.expect_end();
+    this->set_value(std::move(value));
+  }
+};
+
+template <class F, class... Args>
+auto call_with_flags(node_id dest, std::uint32_t flags, F&& fn, Args&&... args) {
+  using H = std::decay_t<F>;
+  using R = handler_result_t<H>;
+  auto& node = sending_node("roam::call");
+  auto state = std::make_shared<call_state<R>>();
+  message_ptr m = build_message<H>(dest, fn, flags | flag_wants_reply, std::forward<Args>(args)...);
+  m->header.reply_to = register_call(node, state);
+  post(node, std::move(m));
+  return make_future<R>(std::move(state));
+}
+
+message_ptr clone_message(const message& m);
+
+}  // namespace detail
+
+/// Runs `fn(args...)` on node `dest` and returns a future of its result. If the handler
+/// throws, the future's get() throws roam::remote_error naming the handler and the
+/// original exception. The reply is counted by wait_quiescence like any message.
+template <class F, class... Args>
+auto call(node_id dest, F&& fn, Args&&... args) {
+  return detail::call_with_flags(dest, 0, std::forward<F>(fn), std::forward<Args>(args)...);
+}
+
+/// Runs `fn(args...)` on every node, this one included. Arguments are serialized once.
+template <class F, class... Args>
+void broadcast(F&& fn, Args&&... args) {
+  auto& node = detail::sending_node("roam::broadcast");
+  const node_id nodes = detail::size_of(node);
+  detail::message_ptr m =
+      detail::build_message<std::decay_t<F>>(0, fn, 0, std::forward<Args>(args)...);
+  for (node_id d = 1; d < nodes; ++d) {
+    detail::message_ptr copy = detail::clone_message(*m);
+    copy->header.dest = d;
+    detail::post(node, std::move(copy));
+  }
+  detail::post(node, std::move(m));
+}
+
+}  // namespace roam

@@ -1,0 +1,196 @@
+// roam — how values become message bytes and back.
+//
+// - Trivially copyable types without a serialize function travel by memcpy.
+// - Everything else goes through cereal: std containers, strings, tuples, optionals,
+//   variants, maps, and user types with `template <class Ar> void serialize(Ar&)` (or
+//   save/load). The archive writes straight into the message block, with no stream.
+// - Raw pointers are rejected at compile time: their values mean nothing on another node.
+// - Reading checks every size against the bytes that remain and throws
+//   detail::deserialization_error on truncated or malformed input.
+#pragma once
+
+#include <roam/core/detail/node_api.hpp>
+#include <roam/transport/message.hpp>
+
+#include <cereal/cereal.hpp>
+#include <cereal/types/array.hpp>
+#include <cereal/types/chrono.hpp>
+#include <cereal/types/complex.hpp>
+#include <cereal/types/deque.hpp>
+#include <cereal/types/list.hpp>
+#include <cereal/types/map.hpp>
+#include <cereal/types/memory.hpp>
+#include <cereal/types/optional.hpp>
+#include <cereal/types/set.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/tuple.hpp>
+#include <cereal/types/unordered_map.hpp>
+#include <cereal/types/unordered_set.hpp>
+#include <cereal/types/utility.hpp>
+#include <cereal/types/variant.hpp>
+#include <cereal/types/vector.hpp>
+
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+namespace roam::detail {
+
+/// Appends bytes to a message's payload, growing the block when needed.
+class message_writer {
+ public:
+  explicit message_writer(message_ptr& m) noexcept : m_(m) {}
+  void write(const void* data, std::size_t size) {
+    if (size == 0) return;
+    if (used_ + size > m_->capacity()) message::reserve(m_, used_ + size, used_);
+    std::memcpy(m_->payload() + used_, data, size);
+    used_ += size;
+  }
+  /// Records the payload size in the header; call once after the last write.
+  void finish() noexcept { m_->header.payload_size = used_; }
+
+ private:
+  message_ptr& m_;
+  std::size_t used_ = 0;
+};
+
+/// Reads a payload front to back, never past its end.
+class message_reader {
+ public:
+  message_reader(const std::byte* data, std::size_t size) noexcept : data_(data), size_(size) {}
+  void read(void* out, std::size_t size) {
+    if (size > size_ - used_)
+      throw deserialization_error("payload truncated: needed " + std::to_string(size) +
+                                  " more bytes at offset " + std::to_string(used_) + " of " +
+                                  std::to_string(size_));
+    if (size) std::memcpy(out, data_ + used_, size);
+    used_ += size;
+  }
+  std::size_t remaining() const noexcept { return size_ - used_; }
+  /// Throws unless every byte was consumed: leftovers mean sender and receiver disagree.
+  void expect_end() const {
+    if (used_ != size_)
+      throw deserialization_error(std::to_string(size_ - used_) +
+                                  " unread bytes after the last argument (argument types differ "
+                                  "between sender and receiver?)");
+  }
+
+ private:
+  const std::byte* data_;
+  std::size_t size_;
+  std::size_t used_ = 0;
+};
+
+class output_archive
+    : public cereal::OutputArchive<output_archive, cereal::AllowEmptyClassElision> {
+ public:
+  explicit output_archive(message_writer& w)
+      : cereal::OutputArchive<output_archive, cereal::AllowEmptyClassElision>(this), w_(w) {}
+  void save_bytes(const void* data, std::size_t size) { w_.write(data, size); }
+
+ private:
+  message_writer& w_;
+};
+
+class input_archive : public cereal::InputArchive<input_archive, cereal::AllowEmptyClassElision> {
+ public:
+  explicit input_archive(message_reader& r)
+      : cereal::InputArchive<input_archive, cereal::AllowEmptyClassElision>(this), r_(r) {}
+  void load_bytes(void* data, std::size_t size) { r_.read(data, size); }
+  std::size_t remaining() const noexcept { return r_.remaining(); }
+
+ private:
+  message_reader& r_;
+};
+
+// cereal's archive protocol: arithmetic values, binary blocks, size tags, name-value pairs.
+template <class T>
+std::enable_if_t<std::is_arithmetic_v<T>> CEREAL_SAVE_FUNCTION_NAME(output_archive& ar,
+                                                                    const T& t) {
+  ar.save_bytes(&t, sizeof t);
+}
+template <class T>
+std::enable_if_t<std::is_arithmetic_v<T>> CEREAL_LOAD_FUNCTION_NAME(input_archive& ar, T& t) {
+  ar.load_bytes(&t, sizeof t);
+}
+template <class T>
+void CEREAL_SAVE_FUNCTION_NAME(output_archive& ar, const cereal::BinaryData<T>& b) {
+  ar.save_bytes(b.data, static_cast<std::size_t>(b.size));
+}
+template <class T>
+void CEREAL_LOAD_FUNCTION_NAME(input_archive& ar, cereal::BinaryData<T>& b) {
+  ar.load_bytes(b.data, static_cast<std::size_t>(b.size));
+}
+template <class T>
+void CEREAL_SERIALIZE_FUNCTION_NAME(output_archive& ar, cereal::NameValuePair<T>& t) {
+  ar(t.value);
+}
+template <class T>
+void CEREAL_SERIALIZE_FUNCTION_NAME(input_archive& ar, cereal::NameValuePair<T>& t) {
+  ar(t.value);
+}
+template <class T>
+void CEREAL_SAVE_FUNCTION_NAME(output_archive& ar, const cereal::SizeTag<T>& t) {
+  std::uint64_t n = static_cast<std::uint64_t>(t.size);
+  ar.save_bytes(&n, sizeof n);
+}
+template <class T>
+void CEREAL_LOAD_FUNCTION_NAME(input_archive& ar, cereal::SizeTag<T>& t) {
+  std::uint64_t n = 0;
+  ar.load_bytes(&n, sizeof n);
+  // Every element takes at least one byte for the types roam sends; a larger count is a
+  // corrupt size that would otherwise allocate absurd amounts of memory.
+  if (n > ar.remaining())
+    throw deserialization_error("container size " + std::to_string(n) + " exceeds the " +
+                                std::to_string(ar.remaining()) + " bytes left in the payload");
+  t.size = static_cast<std::remove_reference_t<T>>(n);
+}
+
+/// True when T goes by memcpy rather than through cereal.
+template <class T>
+inline constexpr bool is_bitwise_serializable =
+    std::is_trivially_copyable_v<T> && !std::is_pointer_v<T> && !std::is_member_pointer_v<T> &&
+    (std::is_arithmetic_v<T> || std::is_enum_v<T> ||
+     !cereal::traits::is_output_serializable<T, output_archive>::value);
+
+template <class T>
+inline constexpr bool is_serializable =
+    !std::is_pointer_v<T> && (is_bitwise_serializable<T> ||
+                              (cereal::traits::is_output_serializable<T, output_archive>::value &&
+                               cereal::traits::is_input_serializable<T, input_archive>::value));
+
+template <class T>
+void write_value(message_writer& w, const T& value) {
+  static_assert(!std::is_pointer_v<T>,
+                "roam: raw pointers cannot be sent; their values mean nothing on another node");
+  static_assert(is_serializable<T>,
+                "roam: this type can be neither copied bitwise (it is not trivially copyable) nor "
+                "serialized by cereal; give it `template <class Ar> void serialize(Ar& ar)` or "
+                "include the cereal header for the std type it uses");
+  if constexpr (is_bitwise_serializable<T>) {
+    w.write(&value, sizeof(T));
+  } else {
+    output_archive ar(w);
+    ar(value);
+  }
+}
+
+template <class T>
+void read_value(message_reader& r, T& value) {
+  if constexpr (is_bitwise_serializable<T>) {
+    r.read(&value, sizeof(T));
+  } else {
+    input_archive ar(r);
+    try {
+      ar(value);
+    } catch (const deserialization_error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw deserialization_error(std::string("cereal could not read the value: ") + e.what());
+    }
+  }
+}
+
+}  // namespace roam::detail
+
+CEREAL_SETUP_ARCHIVE_TRAITS(roam::detail::input_archive, roam::detail::output_archive)

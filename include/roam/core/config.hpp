@@ -1,0 +1,51 @@
+// roam — runtime configuration from command-line flags and environment variables.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace roam {
+
+/// How nodes are formed.
+enum class transport_kind {
+  automatic,  ///< mpi when launched by mpiexec with more than one rank, else inproc
+  inproc,     ///< virtual nodes inside this process
+  mpi,        ///< one node per MPI rank
+};
+
+/// Every setting of the runtime. Defaults are chosen for the machine the job runs on.
+/// Flags (`--roam-threads 4` or `--roam-threads=4`) override environment variables
+/// (`ROAM_THREADS=4`), which override the defaults below.
+struct config {
+  transport_kind transport = transport_kind::automatic;
+  /// Virtual nodes of the inproc transport (ignored under mpi, where nodes = ranks).
+  std::uint32_t nodes = 1;
+  /// Worker threads per node; 0 = hardware threads - 1, shared among the nodes of one
+  /// host, at least 1.
+  std::uint32_t threads = 0;
+  /// Dedicated communication thread (mpi). Off: idle workers take communication duty
+  /// in turn.
+  bool comm_thread = false;
+  /// Payloads up to this many bytes travel inside the header message (mpi).
+  std::uint32_t inline_bytes = 512;
+  /// Pin workers to cores through hwloc.
+  bool pin = false;
+  /// How long an idle worker searches for work before it parks, in microseconds.
+  std::uint32_t spin_us = 50;
+  /// Longest sleep of an idle thread that still has to poll the network, in microseconds.
+  std::uint32_t poll_us = 100;
+  /// Print the settings table and return without running the application.
+  bool help = false;
+
+  /// Parses roam flags out of argv (removing them, so the application sees only its own
+  /// arguments) on top of the environment. Throws roam::config_error naming the flag or
+  /// variable and the accepted values.
+  static config from_args(int& argc, char** argv);
+  /// Environment variables only.
+  static config from_environment();
+  /// The table printed by --roam-help.
+  static std::string help_text();
+};
+
+}  // namespace roam

@@ -1,0 +1,45 @@
+// roam — the table that maps handler ids to code, identical on every rank of one binary.
+//
+// Handlers register themselves during static initialization (one entry per handler type,
+// see am/detail/handler_traits.hpp); no manual registration. At the first roam::run the
+// table is sorted by name (stable, so registration order breaks ties) and ids are
+// assigned; transports then compare the table across ranks before any traffic.
+#pragma once
+
+#include <roam/transport/message.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace roam::detail {
+
+class node_runtime;
+
+/// Runs the handler of a message on `node`. Throws deserialization_error for a bad
+/// payload; any other exception escaping it is a handler failure.
+using invoke_function = void (*)(node_runtime& node, message& m);
+
+struct handler_entry {
+  std::string_view name;  ///< stable, human-readable (shown in errors)
+  invoke_function invoke;
+  std::uint32_t id = ~0u;  ///< assigned by handler_registry::seal()
+};
+
+class handler_registry {
+ public:
+  /// Adds an entry; called from static initializers. Returns true (for `static const bool`).
+  static bool add(handler_entry* entry) noexcept;
+  /// Sorts and numbers the entries; idempotent. Registration after sealing is fatal.
+  static void seal();
+  /// Entry for an id, or nullptr if no handler has this id.
+  static const handler_entry* find(std::uint32_t id) noexcept;
+  static std::uint32_t size() noexcept;
+  /// One line per handler: "<id> <name>", the text compared across ranks.
+  static std::string fingerprint();
+};
+
+/// Id of a registered entry, checking that the table has been sealed.
+std::uint32_t id_of(const handler_entry& e);
+
+}  // namespace roam::detail

@@ -1,0 +1,96 @@
+// roam — what the layers above the node runtime may use of it. Not for applications.
+#pragma once
+
+#include <roam/core/error.hpp>
+#include <roam/transport/message.hpp>
+#include <roam/transport/node_id.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace roam::detail {
+
+class node_runtime;
+
+/// The node the calling thread belongs to (worker, communication or application thread of
+/// that node), or nullptr for threads that belong to no node.
+node_runtime* current_node() noexcept;
+/// Same, but throws roam::usage_error naming `caller` when there is none.
+node_runtime& require_node(const char* caller);
+node_id id_of(const node_runtime& n) noexcept;
+node_id size_of(const node_runtime& n) noexcept;
+
+/// Stops the whole job: prints "roam: fatal error on node N: <what>" on stderr and makes
+/// every process exit with a non-zero status. Never returns.
+[[noreturn]] void fatal(const std::string& what) noexcept;
+
+/// Fills in source, checks dest, seals and sends (locally or through the transport).
+/// Counts the message for quiescence unless it carries flag_system.
+/// Messages posted by one thread to one node start in posting order.
+void post(node_runtime& from, message_ptr m);
+
+/// Thrown by deserialization when a payload is truncated or malformed.
+class deserialization_error : public error {
+ public:
+  using error::error;
+};
+
+/// Something that becomes ready once (future states, runtime flags) and that threads of a
+/// node can wait for while running other work.
+class waitable {
+ public:
+  bool ready() const noexcept { return ready_.load(std::memory_order_acquire); }
+
+ protected:
+  /// Marks ready and wakes every thread waiting through wait(). Call once.
+  void mark_ready() noexcept;
+
+ private:
+  friend void wait(waitable&);
+  std::atomic<bool> ready_{false};
+  std::atomic<int> waiters_{0};
+  std::atomic<node_runtime*> waiting_node_{nullptr};
+  std::mutex foreign_lock_;  // for threads outside any node
+  std::condition_variable foreign_ready_;
+};
+
+/// A one-shot flag threads can wait on with detail::wait.
+class ready_flag : public waitable {
+ public:
+  void set() noexcept { mark_ready(); }
+};
+
+/// Waits until `w` is ready. A thread of a node runs that node's work while it waits (and
+/// takes communication duty); it parks when there is none. Other threads block.
+void wait(waitable& w);
+
+/// Receiver of the reply to a call, living on the calling node until the reply arrives.
+class reply_target {
+ public:
+  virtual ~reply_target() = default;
+  /// `payload` is the reply's serialized value, or an error description if `is_error`.
+  /// Runs on a worker of the calling node. May throw deserialization_error.
+  virtual void deliver(const std::byte* payload, std::size_t size, bool is_error) = 0;
+};
+
+/// Records a pending call on `n`; the returned id goes in header.reply_to.
+std::uint64_t register_call(node_runtime& n, std::shared_ptr<reply_target> target);
+/// Sends the reply for `request` (already executed on `n`): the payload of `reply` is the
+/// value (or an error text with flag_error_reply).
+void send_reply(node_runtime& n, const message_header& request, message_ptr reply, bool is_error);
+
+/// Keyed slots that live on a node until erased: the meeting points of collectives.
+/// `make` builds the slot when the key is first used.
+std::shared_ptr<void> rendezvous_slot(node_runtime& n, std::uint64_t key,
+                                      std::shared_ptr<void> (*make)());
+void erase_rendezvous_slot(node_runtime& n, std::uint64_t key);
+/// Next collective sequence number of `n` (collectives are called in the same order by
+/// the application thread of every node).
+std::uint64_t next_collective_sequence(node_runtime& n) noexcept;
+
+}  // namespace roam::detail

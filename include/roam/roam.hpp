@@ -1,0 +1,10 @@
+// roam — umbrella header: everything an application needs.
+#pragma once
+
+#include <roam/am/collectives.hpp>
+#include <roam/am/send.hpp>
+#include <roam/core/config.hpp>
+#include <roam/core/error.hpp>
+#include <roam/core/runtime.hpp>
+#include <roam/task/future.hpp>
+#include <roam/transport/node_id.hpp>

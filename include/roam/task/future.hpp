@@ -1,0 +1,215 @@
+// roam — futures and promises.
+//
+// roam::future<T> is the result of roam::call and of every asynchronous operation above
+// it. A future has one owner (move-only); its value is taken once by get().
+//
+// Guarantees:
+// - Waiting (get, wait) never idles a thread of a node: it runs that node's queued work
+//   and network progress until the value is ready, then parks if there is none.
+//   Threads that belong to no node simply block.
+// - A continuation given to then() runs exactly once: on the thread that fulfils the
+//   promise, or immediately on the calling thread if the value is already there.
+// - Exceptions travel: a promise set with an exception makes get() rethrow it, and then()
+//   forwards it to the returned future without calling the continuation.
+#pragma once
+
+#include <roam/core/detail/node_api.hpp>
+
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace roam {
+
+template <class T>
+class future;
+template <class T>
+class promise;
+
+namespace detail {
+
+template <class T>
+using stored_t = std::conditional_t<std::is_void_v<T>, std::monostate, T>;
+
+/// State shared by a promise and its future.
+template <class T>
+class shared_state : public waitable {
+ public:
+  void set_value(stored_t<T> v) {
+    std::vector<std::function<void()>> run;
+    {
+      std::lock_guard guard(lock_);
+      check_unset();
+      value_.emplace(std::move(v));
+      run.swap(continuations_);
+      mark_ready();
+    }
+    for (auto& f : run) f();
+  }
+  void set_exception(std::exception_ptr e) {
+    std::vector<std::function<void()>> run;
+    {
+      std::lock_guard guard(lock_);
+      check_unset();
+      error_ = std::move(e);
+      run.swap(continuations_);
+      mark_ready();
+    }
+    for (auto& f : run) f();
+  }
+  /// Runs `f` once the state is ready (now, if it is).
+  void on_ready(std::function<void()> f) {
+    {
+      std::lock_guard guard(lock_);
+      if (!ready()) {
+        continuations_.push_back(std::move(f));
+        return;
+      }
+    }
+    f();
+  }
+  stored_t<T> take() {
+    if (error_) std::rethrow_exception(error_);
+    return std::move(*value_);
+  }
+  bool has_error() const noexcept { return static_cast<bool>(error_); }
+  std::exception_ptr error() const noexcept { return error_; }
+
+ private:
+  void check_unset() const {
+    if (ready()) throw usage_error("roam: promise already satisfied");
+  }
+  std::mutex lock_;
+  std::optional<stored_t<T>> value_;
+  std::exception_ptr error_;
+  std::vector<std::function<void()>> continuations_;
+};
+
+template <class T>
+future<T> make_future(std::shared_ptr<shared_state<T>> s) {
+  return future<T>(std::move(s));
+}
+
+}  // namespace detail
+
+/// The consumer side of an asynchronous value.
+template <class T>
+class future {
+ public:
+  using value_type = T;
+  future() = default;
+
+  /// True once a value or an exception is available. Never blocks.
+  bool ready() const noexcept { return state_ && state_->ready(); }
+  /// True if this future refers to a state (not default-constructed, not consumed by get).
+  bool valid() const noexcept { return static_cast<bool>(state_); }
+
+  /// Waits until ready (running the node's work meanwhile; see the file comment).
+  void wait() const {
+    check();
+    detail::wait(*state_);
+  }
+
+  /// Waits, then returns the value (or rethrows the exception). Consumes the future.
+  T get() {
+    wait();
+    auto s = std::move(state_);
+    if constexpr (std::is_void_v<T>)
+      s->take();
+    else
+      return s->take();
+  }
+
+  /// Returns a future of `f(value)` (or `f()` for future<void>). `f` runs where the value
+  /// is produced (see the file comment); an exception in `f` goes to the returned future.
+  /// Consumes this future.
+  template <class F>
+  auto then(F&& f) {
+    check();
+    using R =
+        std::conditional_t<std::is_void_v<T>, std::invoke_result<F>, std::invoke_result<F, T>>;
+    using U = typename R::type;
+    auto next = std::make_shared<detail::shared_state<U>>();
+    auto source = std::move(state_);
+    source->on_ready([source, next, fn = std::forward<F>(f)]() mutable {
+      if (source->has_error()) {
+        next->set_exception(source->error());
+        return;
+      }
+      try {
+        if constexpr (std::is_void_v<T>) {
+          source->take();
+          if constexpr (std::is_void_v<U>) {
+            fn();
+            next->set_value({});
+          } else
+            next->set_value(fn());
+        } else {
+          if constexpr (std::is_void_v<U>) {
+            fn(source->take());
+            next->set_value({});
+          } else
+            next->set_value(fn(source->take()));
+        }
+      } catch (...) {
+        next->set_exception(std::current_exception());
+      }
+    });
+    return future<U>(std::move(next));
+  }
+
+ private:
+  template <class>
+  friend class promise;
+  template <class>
+  friend class future;
+  friend future detail::make_future<T>(std::shared_ptr<detail::shared_state<T>>);
+  explicit future(std::shared_ptr<detail::shared_state<T>> s) : state_(std::move(s)) {}
+  void check() const {
+    if (!state_) throw usage_error("roam: operation on an empty or already consumed future");
+  }
+  std::shared_ptr<detail::shared_state<T>> state_;
+};
+
+/// The producer side: set_value or set_exception exactly once.
+template <class T>
+class promise {
+ public:
+  promise() : state_(std::make_shared<detail::shared_state<T>>()) {}
+
+  /// The future of this promise; call once.
+  future<T> get_future() {
+    if (retrieved_) throw usage_error("roam: promise::get_future called twice");
+    retrieved_ = true;
+    return future<T>(state_);
+  }
+  template <class U = T>
+  requires(!std::is_void_v<U>) void set_value(U value) { state_->set_value(std::move(value)); }
+  void set_value() requires std::is_void_v<T> { state_->set_value({}); }
+  void set_exception(std::exception_ptr e) { state_->set_exception(std::move(e)); }
+
+ private:
+  std::shared_ptr<detail::shared_state<T>> state_;
+  bool retrieved_ = false;
+};
+
+/// A future that is ready with `value`.
+template <class T>
+future<std::decay_t<T>> make_ready_future(T&& value) {
+  promise<std::decay_t<T>> p;
+  p.set_value(std::forward<T>(value));
+  return p.get_future();
+}
+inline future<void> make_ready_future() {
+  promise<void> p;
+  p.set_value();
+  return p.get_future();
+}
+
+}  // namespace roam

@@ -1,0 +1,98 @@
+// roam — the byte message every layer above the transport is built from.
+//
+// A message is one contiguous block: a fixed 48-byte wire header followed by the payload.
+// The same bytes travel between virtual nodes of the in-process transport and between MPI
+// ranks, so serialization bugs show up without MPI. Small blocks come from per-thread
+// pools (see message_pool.hpp) and return to them after delivery.
+#pragma once
+
+#include <roam/transport/node_id.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+
+namespace roam::detail {
+
+/// Header flags. The numeric values are part of the wire format.
+enum message_flags : std::uint32_t {
+  /// Runtime-internal traffic (termination waves, collectives): not counted by quiescence.
+  flag_system = 1u << 0,
+  /// The sender waits for a reply; `reply_to` names the pending call on the source node.
+  flag_wants_reply = 1u << 1,
+  /// A reply that carries an error description instead of a value.
+  flag_error_reply = 1u << 2,
+};
+
+inline constexpr std::uint32_t message_magic = 0x4d414f52;  // "ROAM" little-endian
+inline constexpr std::uint32_t all_flags = flag_system | flag_wants_reply | flag_error_reply;
+
+/// Wire header. Plain data, identical layout on every rank of one binary.
+struct message_header {
+  std::uint32_t magic = message_magic;
+  std::uint32_t checksum = 0;      ///< over every other header field, see seal()/verify()
+  std::uint32_t handler = 0;       ///< id in the handler registry
+  std::uint32_t flags = 0;         ///< message_flags
+  std::uint32_t source = 0;        ///< sending node
+  std::uint32_t dest = 0;          ///< receiving node
+  std::uint64_t payload_size = 0;  ///< bytes after the header
+  std::uint64_t function = 0;      ///< encoded function pointer for pointer handlers, else 0
+  std::uint64_t reply_to = 0;      ///< pending-call id on `source` (flag_wants_reply / replies)
+};
+static_assert(sizeof(message_header) == 48);
+
+/// Checksum of the header fields (not the payload): catches corrupt and misframed headers
+/// for the price of a few multiplications.
+std::uint32_t header_checksum(const message_header& h) noexcept;
+inline void seal(message_header& h) noexcept { h.checksum = header_checksum(h); }
+
+/// A work item is anything a worker can run; messages are the first kind. Intrusive
+/// `next` links let queues hold items without allocating.
+struct work_item {
+  work_item* next = nullptr;
+  void (*execute)(work_item*) = nullptr;
+};
+
+class message;
+struct message_deleter {
+  void operator()(message* m) const noexcept;
+};
+using message_ptr = std::unique_ptr<message, message_deleter>;
+
+/// One contiguous block: [message object][payload bytes]. The header sits right before
+/// the payload so `wire_data()` / `wire_size()` describe exactly what goes on the wire.
+class message : public work_item {
+ public:
+  // The payload starts right after the header, whatever the member layout, so header and
+  // payload are one contiguous wire image.
+  std::byte* payload() noexcept { return wire_data() + sizeof(message_header); }
+  const std::byte* payload() const noexcept {
+    return reinterpret_cast<const std::byte*>(&header) + sizeof(message_header);
+  }
+  std::size_t capacity() const noexcept { return capacity_; }
+  std::byte* wire_data() noexcept { return reinterpret_cast<std::byte*>(&header); }
+  std::size_t wire_size() const noexcept { return sizeof(message_header) + header.payload_size; }
+
+  /// A message whose payload can hold `payload_capacity` bytes (pooled when small).
+  static message_ptr allocate(std::size_t payload_capacity);
+  /// Grows `m` so its payload can hold `payload_capacity` bytes, keeping header and the
+  /// first `keep` payload bytes. May replace the block.
+  static void reserve(message_ptr& m, std::size_t payload_capacity, std::size_t keep);
+
+ private:
+  friend struct message_deleter;
+  explicit message(std::uint32_t capacity, bool pooled) noexcept
+      : capacity_(capacity), pooled_(pooled) {}
+  std::uint32_t capacity_;
+  bool pooled_;
+
+ public:
+  message_header header;  // last member: the payload follows it in the same block
+};
+
+/// Payload capacity of pooled blocks; larger messages are allocated to size.
+inline constexpr std::size_t pooled_payload_capacity = 1024 - 64 - 16;
+
+}  // namespace roam::detail

@@ -1,0 +1,71 @@
+// roam — the transport interface: moves byte messages between nodes.
+//
+// Two backends implement it: `inproc` (virtual nodes inside one process) and `mpi`
+// (one node per MPI rank). Layers above never see which one runs.
+#pragma once
+
+#include <roam/transport/message.hpp>
+#include <roam/transport/node_id.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace roam::detail {
+
+/// Called by a transport for every message that arrives for a node hosted by this process.
+/// It may be called from any thread, concurrently for different nodes.
+using delivery_function = std::function<void(message_ptr)>;
+
+class transport {
+ public:
+  virtual ~transport() = default;
+
+  /// Total number of nodes across the job.
+  virtual node_id size() const noexcept = 0;
+  /// Nodes hosted by this process: [first_local(), first_local() + local_count()).
+  virtual node_id first_local() const noexcept = 0;
+  virtual node_id local_count() const noexcept = 0;
+  /// Processes of this job on this host (to share cores among them by default).
+  virtual unsigned processes_on_host() const noexcept = 0;
+  /// Name for messages and `--roam-help` ("inproc" or "mpi").
+  virtual const char* name() const noexcept = 0;
+
+  /// Hands a sealed message (header.dest names a node hosted elsewhere) to the transport.
+  /// Thread-safe. Messages handed over in a happens-before order by any threads of one
+  /// source node reach one destination node in that order (FIFO per (source, dest)).
+  /// The transport owns the message afterwards and releases it once it has left.
+  virtual void send(message_ptr m) = 0;
+
+  /// True if someone must call progress() for messages to move (mpi), false if sends
+  /// deliver directly (inproc).
+  virtual bool needs_progress() const noexcept = 0;
+
+  /// Moves messages: starts queued sends, completes finished ones, receives and delivers.
+  /// Safe to call from any thread; if another thread is already making progress it
+  /// returns false at once. Returns true if it did any work.
+  virtual bool progress() = 0;
+
+  /// Blocks until every message handed to send() has left this process.
+  virtual void drain() = 0;
+
+  /// Used by a dedicated communication thread when idle: returns when a send is queued or
+  /// after `max`, whichever comes first.
+  virtual void idle_wait(std::chrono::microseconds max) = 0;
+
+  /// Checks that every process runs the same binary: `fingerprint` lists the handler table
+  /// and wire-relevant settings, one entry per line. On mismatch, stops the job naming the
+  /// first entry that differs. Collective over all processes; called before any traffic.
+  virtual void validate_fingerprint(const std::string& fingerprint) = 0;
+
+  /// Fault injection for tests: ships `bytes` to node `dest` exactly as given, as if they
+  /// were a message. The receiver validates them like any arriving message.
+  virtual void send_raw_for_testing(node_id dest, std::vector<std::byte> bytes) = 0;
+
+  /// Synchronizes all processes outside the message layer (start-up and shutdown only).
+  virtual void process_barrier() = 0;
+};
+
+}  // namespace roam::detail

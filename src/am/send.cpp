@@ -1,0 +1,56 @@
+#include <roam/am/send.hpp>
+
+#include "../core/process_runtime.hpp"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+
+namespace roam::detail {
+
+node_runtime& sending_node(const char* caller) {
+  if (node_runtime* n = current_node()) return *n;
+  if (process_runtime* p = active_process(); p && p->nodes().size() == 1)
+    return *p->nodes().front();
+  throw usage_error(std::string("roam: ") + caller +
+                    " called outside roam::run, or from a thread of the application while this "
+                    "process hosts several virtual nodes (send from a node's thread instead)");
+}
+
+message_ptr clone_message(const message& m) {
+  message_ptr copy = message::allocate(m.header.payload_size);
+  copy->header = m.header;
+  std::memcpy(copy->payload(), m.payload(), m.header.payload_size);
+  return copy;
+}
+
+std::string describe_exception(std::exception_ptr e, std::string& type) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    int status = 0;
+    char* name = abi::__cxa_demangle(typeid(ex).name(), nullptr, nullptr, &status);
+    type = (status == 0 && name) ? name : typeid(ex).name();
+    std::free(name);
+    return ex.what();
+  } catch (...) {
+    type = "unknown";
+    return "an exception not derived from std::exception";
+  }
+}
+
+}  // namespace roam::detail
+
+#include <roam/am/collectives.hpp>
+
+namespace roam::detail {
+
+node_runtime& collective_node(const char* caller, node_id root) {
+  node_runtime& n = require_node(caller);
+  if (root >= size_of(n))
+    throw usage_error(std::string("roam: ") + caller + ": root node " + std::to_string(root) +
+                      " is out of range (the job has " + std::to_string(size_of(n)) + " nodes)");
+  return n;
+}
+
+}  // namespace roam::detail

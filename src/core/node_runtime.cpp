@@ -1,0 +1,302 @@
+#include "node_runtime.hpp"
+
+#include "process_runtime.hpp"
+
+#include <roam/core/detail/handler_registry.hpp>
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <typeinfo>
+
+namespace roam::detail {
+namespace {
+
+thread_local node_runtime* tl_node = nullptr;
+
+std::string demangle(const char* name) {
+  int status = 0;
+  char* out = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string result = (status == 0 && out) ? out : name;
+  std::free(out);
+  return result;
+}
+
+std::string describe(const message_header& h) {
+  const handler_entry* e = handler_registry::find(h.handler);
+  std::string text = "handler '";
+  if (e)
+    text += e->name;
+  else {
+    text += '#';
+    text += std::to_string(h.handler);
+  }
+  text += "', message from node ";
+  text += std::to_string(h.source);
+  text += " to node ";
+  text += std::to_string(h.dest);
+  return text;
+}
+
+template <class T>
+T read_raw(const message& m) {
+  if (m.header.payload_size != sizeof(T))
+    throw deserialization_error("expected " + std::to_string(sizeof(T)) + " payload bytes, got " +
+                                std::to_string(m.header.payload_size));
+  T v;
+  std::memcpy(&v, m.payload(), sizeof(T));
+  return v;
+}
+
+// ---- built-in handlers ---------------------------------------------------------------
+
+void on_reply(node_runtime& node, message& m) {
+  auto target = node.take_call(m.header.reply_to);
+  if (!target)
+    throw deserialization_error("reply for call id " + std::to_string(m.header.reply_to) +
+                                " which is not pending on node " + std::to_string(node.id()));
+  target->deliver(m.payload(), m.header.payload_size, (m.header.flags & flag_error_reply) != 0);
+}
+
+struct counter_report {
+  std::uint64_t key, sent, handled;
+};
+
+struct wave_slot {
+  std::mutex lock;
+  std::uint32_t reports = 0;
+  std::uint64_t sent = 0, handled = 0;
+  ready_flag done;
+};
+
+handler_entry report_handler{
+    "roam.core.counter_report", [](node_runtime& node, message& m) {
+      auto r = read_raw<counter_report>(m);
+      auto slot = std::static_pointer_cast<wave_slot>(rendezvous_slot(
+          node, r.key, [] { return std::shared_ptr<void>(std::make_shared<wave_slot>()); }));
+      std::lock_guard guard(slot->lock);
+      slot->sent += r.sent;
+      slot->handled += r.handled;
+      if (++slot->reports == node.size()) slot->done.set();
+    }};
+
+handler_entry request_handler{
+    "roam.core.counter_request", [](node_runtime& node, message& m) {
+      // Read `handled` before `sent`: both only grow, and a handler's sends are counted before
+      // its completion, so this order never reports more handled than sent for one node.
+      counter_report r{read_raw<std::uint64_t>(m), 0, 0};
+      r.handled = node.handled.load();
+      r.sent = node.sent.load();
+      post(node, make_system_message(m.header.source, report_handler, &r, sizeof r));
+    }};
+
+handler_entry reply_handler{"roam.core.reply", on_reply};
+
+const bool registered =
+    handler_registry::add(&reply_handler) && handler_registry::add(&request_handler) &&
+    handler_registry::add(&report_handler) && handler_registry::add(&finished_handler) &&
+    handler_registry::add(&stop_handler);
+
+}  // namespace
+
+handler_entry finished_handler{"roam.core.finished", [](node_runtime& node, message&) {
+                                 if (node.finished_nodes.fetch_add(1) + 1 == node.size())
+                                   node.stop_ready_all_finished();
+                               }};
+handler_entry stop_handler{"roam.core.stop", [](node_runtime& node, message&) { node.stop.set(); }};
+
+// ---- node_runtime ----------------------------------------------------------------------
+
+node_runtime::node_runtime(process_runtime& process, node_id id, scheduler::options opt,
+                           std::function<bool()> progress)
+    : process_(process), id_(id), scheduler_(*this, opt, std::move(progress)) {
+  (void)registered;
+}
+
+node_id node_runtime::size() const noexcept { return process_.size(); }
+
+void node_runtime::accept(message_ptr m) noexcept {
+  m->execute = &node_runtime::execute;
+  scheduler_.push(m.release());
+}
+
+void node_runtime::execute(work_item* w) {
+  message_ptr m(static_cast<message*>(w));
+  node_runtime& self = *tl_node;
+  const message_header& h = m->header;
+  const handler_entry* e = handler_registry::find(h.handler);
+  if (!e)
+    fatal("unknown handler id " + std::to_string(h.handler) + " in a message from node " +
+          std::to_string(h.source) + " to node " + std::to_string(h.dest) + " (this binary has " +
+          std::to_string(handler_registry::size()) + " handlers)");
+  try {
+    e->invoke(self, *m);
+  } catch (const deserialization_error& ex) {
+    fatal("malformed payload for " + describe(h) + " (" + std::to_string(h.payload_size) +
+          " payload bytes): " + ex.what());
+  } catch (const std::exception& ex) {
+    fatal(describe(h) + ": the handler threw " + demangle(typeid(ex).name()) + ": " + ex.what());
+  } catch (...) {
+    fatal(describe(h) + ": the handler threw an exception not derived from std::exception");
+  }
+  if (!(h.flags & flag_system)) self.handled.fetch_add(1);
+}
+
+std::uint64_t node_runtime::add_call(std::shared_ptr<reply_target> t) {
+  std::lock_guard guard(calls_lock_);
+  std::uint64_t id = next_call_++;
+  calls_.emplace(id, std::move(t));
+  return id;
+}
+
+std::shared_ptr<reply_target> node_runtime::take_call(std::uint64_t id) {
+  std::lock_guard guard(calls_lock_);
+  auto it = calls_.find(id);
+  if (it == calls_.end()) return nullptr;
+  auto t = std::move(it->second);
+  calls_.erase(it);
+  return t;
+}
+
+void node_runtime::stop_ready_all_finished() noexcept { all_finished.set(); }
+
+// ---- node_api ---------------------------------------------------------------------------
+
+void bind_thread_to_node(node_runtime* n) noexcept { tl_node = n; }
+node_runtime* current_node() noexcept { return tl_node; }
+
+node_runtime& require_node(const char* caller) {
+  if (!tl_node)
+    throw usage_error(std::string("roam: ") + caller +
+                      " called outside roam::run or from a thread that belongs to no node");
+  return *tl_node;
+}
+
+node_id id_of(const node_runtime& n) noexcept { return n.id(); }
+node_id size_of(const node_runtime& n) noexcept { return n.size(); }
+
+void post(node_runtime& from, message_ptr m) {
+  message_header& h = m->header;
+  h.source = from.id();
+  if (h.dest >= from.size())
+    fatal("message for node " + std::to_string(h.dest) + " but the job has " +
+          std::to_string(from.size()) + " nodes (" + describe(h) + ")");
+  if (!(h.flags & flag_system)) from.sent.fetch_add(1);
+  seal(h);
+  if (h.dest == from.id()) {
+    from.accept(std::move(m));
+    return;
+  }
+  from.process().net().send(std::move(m));
+}
+
+message_ptr make_system_message(node_id dest, const handler_entry& h, const void* payload,
+                                std::size_t size) {
+  message_ptr m = message::allocate(size);
+  m->header.handler = id_of(h);
+  m->header.dest = dest;
+  m->header.flags = flag_system;
+  m->header.payload_size = size;
+  if (size) std::memcpy(m->payload(), payload, size);
+  return m;
+}
+
+std::uint64_t register_call(node_runtime& n, std::shared_ptr<reply_target> target) {
+  return n.add_call(std::move(target));
+}
+
+void send_reply(node_runtime& n, const message_header& request, message_ptr reply, bool is_error) {
+  reply->header.handler = id_of(reply_handler);
+  reply->header.dest = request.source;
+  reply->header.reply_to = request.reply_to;
+  reply->header.flags = (request.flags & flag_system) | (is_error ? flag_error_reply : 0u);
+  post(n, std::move(reply));
+}
+
+std::shared_ptr<void> rendezvous_slot(node_runtime& n, std::uint64_t key,
+                                      std::shared_ptr<void> (*make)()) {
+  std::lock_guard guard(n.slots_lock);
+  auto& slot = n.slots[key];
+  if (!slot) slot = make();
+  return slot;
+}
+
+void erase_rendezvous_slot(node_runtime& n, std::uint64_t key) {
+  std::lock_guard guard(n.slots_lock);
+  n.slots.erase(key);
+}
+
+std::uint64_t next_collective_sequence(node_runtime& n) noexcept {
+  return n.collective_sequence.fetch_add(1) + 1;
+}
+
+// ---- waiting ------------------------------------------------------------------------------
+
+void waitable::mark_ready() noexcept {
+  ready_.store(true, std::memory_order_seq_cst);
+  if (waiters_.load(std::memory_order_seq_cst) == 0) return;
+  if (node_runtime* n = waiting_node_.load()) n->sched().wake_waiters();
+  std::lock_guard guard(foreign_lock_);
+  foreign_ready_.notify_all();
+}
+
+void wait(waitable& w) {
+  if (w.ready()) return;
+  w.waiters_.fetch_add(1, std::memory_order_seq_cst);
+  node_runtime* n = tl_node;
+  if (!n) {
+    std::unique_lock lock(w.foreign_lock_);
+    w.foreign_ready_.wait(lock, [&] { return w.ready(); });
+    w.waiters_.fetch_sub(1);
+    return;
+  }
+  w.waiting_node_.store(n);
+  scheduler& s = n->sched();
+  const int self = current_worker();
+  auto idle_since = std::chrono::steady_clock::now();
+  unsigned rounds = 0;
+  while (!w.ready()) {
+    if (s.run_one(self) || s.progress()) {
+      rounds = 0;
+      continue;
+    }
+    if (rounds == 0) idle_since = std::chrono::steady_clock::now();
+    unsigned spins = 1u << (rounds < 8 ? rounds : 8);
+    for (unsigned i = 0; i < spins; ++i) cpu_relax();
+    if (rounds >= 8) std::this_thread::yield();
+    ++rounds;
+    if (std::chrono::steady_clock::now() - idle_since < s.spin_budget()) continue;
+    std::uint64_t epoch = s.waiter_epoch();
+    if (w.ready()) break;
+    s.park_waiter(epoch, s.has_progress() ? s.poll_interval() : std::chrono::milliseconds(1));
+    rounds = 0;
+  }
+  w.waiters_.fetch_sub(1);
+}
+
+// ---- termination detection ----------------------------------------------------------------
+
+void detect_quiescence(node_runtime& n) {
+  static std::atomic<std::uint64_t> waves{0};
+  std::uint64_t previous_sent = ~0ull, previous_handled = ~0ull;
+  for (;;) {
+    // Keys of waves live in the upper half of the key space; collectives use the lower.
+    const std::uint64_t key = (1ull << 63) | waves.fetch_add(1);
+    auto slot = std::static_pointer_cast<wave_slot>(rendezvous_slot(
+        n, key, [] { return std::shared_ptr<void>(std::make_shared<wave_slot>()); }));
+    for (node_id d = 0; d < n.size(); ++d)
+      post(n, make_system_message(d, request_handler, &key, sizeof key));
+    wait(slot->done);
+    erase_rendezvous_slot(n, key);
+    // Counters only grow. Two consecutive waves that read the same totals mean no counter
+    // moved between them, so at the instant between the waves all sent messages were handled.
+    if (slot->sent == slot->handled && slot->sent == previous_sent &&
+        slot->handled == previous_handled)
+      return;
+    previous_sent = slot->sent;
+    previous_handled = slot->handled;
+  }
+}
+
+}  // namespace roam::detail

@@ -1,0 +1,77 @@
+// One node: its scheduler, counters, pending calls and rendezvous slots.
+#pragma once
+
+#include "scheduler.hpp"
+
+#include <roam/core/config.hpp>
+#include <roam/core/detail/handler_registry.hpp>
+#include <roam/core/detail/node_api.hpp>
+#include <roam/transport/transport.hpp>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+namespace roam::detail {
+
+class process_runtime;
+
+class node_runtime {
+ public:
+  node_runtime(process_runtime& process, node_id id, scheduler::options opt,
+               std::function<bool()> progress);
+
+  node_id id() const noexcept { return id_; }
+  node_id size() const noexcept;
+  process_runtime& process() noexcept { return process_; }
+  scheduler& sched() noexcept { return scheduler_; }
+
+  /// Queues a validated message that arrived for this node.
+  void accept(message_ptr m) noexcept;
+  /// Runs the handler of a message (work_item::execute of messages).
+  static void execute(work_item* w);
+
+  // Counters of non-system messages, for termination detection.
+  alignas(64) std::atomic<std::uint64_t> sent{0};
+  alignas(64) std::atomic<std::uint64_t> handled{0};
+
+  // Pending calls (replies route back here).
+  std::uint64_t add_call(std::shared_ptr<reply_target> t);
+  std::shared_ptr<reply_target> take_call(std::uint64_t id);
+
+  // Rendezvous slots for collectives and runtime protocols.
+  std::mutex slots_lock;
+  std::unordered_map<std::uint64_t, std::shared_ptr<void>> slots;
+  std::atomic<std::uint64_t> collective_sequence{0};
+
+  // Shutdown protocol (node 0 counts finished nodes, every node waits for `stop`).
+  std::atomic<std::uint32_t> finished_nodes{0};
+  ready_flag all_finished;  ///< node 0: every node's body has returned
+  ready_flag stop;          ///< the job is quiescent and shuts down
+  void stop_ready_all_finished() noexcept;
+
+ private:
+  process_runtime& process_;
+  node_id id_;
+  scheduler scheduler_;
+  std::mutex calls_lock_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<reply_target>> calls_;
+  std::uint64_t next_call_ = 1;
+};
+
+/// Makes the calling thread belong to `n` (or to no node with nullptr).
+void bind_thread_to_node(node_runtime* n) noexcept;
+
+/// Termination detection started from `n`: returns when a quiescent instant was observed.
+void detect_quiescence(node_runtime& n);
+
+/// Runtime-internal messages carrying raw payloads (no cereal).
+message_ptr make_system_message(node_id dest, const handler_entry& h, const void* payload,
+                                std::size_t size);
+
+/// The built-in handlers of the runtime protocols (declared so run() can use them).
+extern handler_entry finished_handler;
+extern handler_entry stop_handler;
+
+}  // namespace roam::detail

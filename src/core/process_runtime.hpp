@@ -1,0 +1,49 @@
+// Everything one process holds while roam::run is active.
+#pragma once
+
+#include "node_runtime.hpp"
+
+#include <roam/core/config.hpp>
+#include <roam/transport/transport.hpp>
+
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace roam::detail {
+
+class process_runtime {
+ public:
+  explicit process_runtime(const config& cfg);
+  ~process_runtime();
+
+  const config& settings() const noexcept { return config_; }
+  transport& net() noexcept { return *transport_; }
+  node_id size() const noexcept { return transport_->size(); }
+  /// The local node with global id `id`, or nullptr if it lives in another process.
+  node_runtime* local(node_id id) noexcept {
+    node_id first = transport_->first_local();
+    return (id >= first && id - first < nodes_.size()) ? nodes_[id - first].get() : nullptr;
+  }
+  std::vector<std::unique_ptr<node_runtime>>& nodes() noexcept { return nodes_; }
+
+  /// Checks an arriving message's header and queues it on its node; fatal if malformed.
+  void deliver(message_ptr m) noexcept;
+
+  void start();
+  void stop();
+
+ private:
+  void comm_thread_main();
+
+  config config_;
+  std::unique_ptr<transport> transport_;
+  std::vector<std::unique_ptr<node_runtime>> nodes_;
+  std::thread comm_thread_;
+  std::atomic<bool> comm_stop_{false};
+};
+
+/// The active process runtime, or nullptr outside roam::run.
+process_runtime* active_process() noexcept;
+
+}  // namespace roam::detail

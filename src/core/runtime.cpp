@@ -1,0 +1,203 @@
+#include "process_runtime.hpp"
+
+#include "../transport/transports.hpp"
+
+#include <roam/core/detail/function_table.hpp>
+#include <roam/core/detail/handler_registry.hpp>
+#include <roam/core/runtime.hpp>
+
+#include <cxxabi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <typeinfo>
+
+namespace roam::detail {
+namespace {
+
+std::atomic<process_runtime*> active{nullptr};
+std::atomic<void (*)()> abort_hook{nullptr};
+std::mutex run_lock;
+
+unsigned default_workers(const config& cfg, const transport& t, unsigned processes_on_host) {
+  if (cfg.threads != 0) return cfg.threads;
+  unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  unsigned nodes_on_host = t.local_count() * std::max(1u, processes_on_host);
+  return std::max(1u, (hw > 1 ? hw - 1 : 1) / nodes_on_host);
+}
+
+}  // namespace
+
+void set_job_abort_hook(void (*hook)()) noexcept { abort_hook.store(hook); }
+
+void fatal(const std::string& what) noexcept {
+  static std::atomic<bool> dying{false};
+  if (dying.exchange(true)) {
+    // Another thread is already taking the job down; do not interleave messages.
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  node_runtime* n = current_node();
+  if (n)
+    std::fprintf(stderr, "roam: fatal error on node %u: %s\n", n->id(), what.c_str());
+  else
+    std::fprintf(stderr, "roam: fatal error: %s\n", what.c_str());
+  std::fflush(stderr);
+  if (auto hook = abort_hook.load()) hook();
+  std::_Exit(EXIT_FAILURE);
+}
+
+process_runtime* active_process() noexcept { return active.load(); }
+
+process_runtime::process_runtime(const config& cfg) : config_(cfg) {
+  auto deliver = [this](message_ptr m) { this->deliver(std::move(m)); };
+  bool use_mpi =
+      cfg.transport == transport_kind::mpi ||
+      (cfg.transport == transport_kind::automatic && launched_with_several_mpi_processes());
+  transport_ =
+      use_mpi ? make_mpi_transport(cfg, deliver) : make_inproc_transport(cfg.nodes, deliver);
+
+  std::string fingerprint = handler_registry::fingerprint() + module_fingerprint() +
+                            "setting inline-bytes " + std::to_string(cfg.inline_bytes) + '\n';
+  transport_->validate_fingerprint(fingerprint);
+
+  scheduler::options opt;
+  opt.workers = default_workers(cfg, *transport_, transport_->processes_on_host());
+  opt.spin = std::chrono::microseconds(cfg.spin_us);
+  opt.poll = std::chrono::microseconds(cfg.poll_us);
+  opt.pin = cfg.pin;
+  std::function<bool()> progress;
+  if (transport_->needs_progress() && !cfg.comm_thread)
+    progress = [t = transport_.get()] { return t->progress(); };
+  for (node_id i = 0; i < transport_->local_count(); ++i) {
+    opt.pin_offset = i * opt.workers;
+    nodes_.push_back(
+        std::make_unique<node_runtime>(*this, transport_->first_local() + i, opt, progress));
+  }
+}
+
+process_runtime::~process_runtime() { stop(); }
+
+void process_runtime::start() {
+  if (transport_->needs_progress() && config_.comm_thread)
+    comm_thread_ = std::thread([this] { comm_thread_main(); });
+  for (auto& n : nodes_) n->sched().start();
+}
+
+void process_runtime::stop() {
+  for (auto& n : nodes_) n->sched().stop();
+  if (comm_thread_.joinable()) {
+    comm_stop_.store(true);
+    comm_thread_.join();
+  }
+  transport_->drain();
+  transport_->process_barrier();
+}
+
+void process_runtime::comm_thread_main() {
+  // The communication thread belongs to the first local node so that fatal errors name it.
+  bind_thread_to_node(nodes_.front().get());
+  unsigned idle = 0;
+  while (!comm_stop_.load(std::memory_order_relaxed)) {
+    if (transport_->progress()) {
+      idle = 0;
+      continue;
+    }
+    // Spin briefly, then sleep until a send is queued or the poll interval passes.
+    if (++idle < 64)
+      cpu_relax();
+    else if (idle < 128)
+      std::this_thread::yield();
+    else
+      transport_->idle_wait(std::chrono::microseconds(config_.poll_us));
+  }
+  bind_thread_to_node(nullptr);
+}
+
+void process_runtime::deliver(message_ptr m) noexcept {
+  const message_header& h = m->header;
+  const char* problem = nullptr;
+  if (h.magic != message_magic)
+    problem = "bad magic number (not a roam message, or corrupt)";
+  else if (h.checksum != header_checksum(h))
+    problem = "header checksum mismatch (corrupt header)";
+  else if (h.flags & ~all_flags)
+    problem = "unknown header flags";
+  else if (h.source >= size())
+    problem = "source node out of range";
+  else if (!local(h.dest))
+    problem = "destination node is not hosted by this process";
+  if (problem)
+    fatal(std::string("received a malformed message: ") + problem + " (header claims handler #" +
+          std::to_string(h.handler) + ", node " + std::to_string(h.source) + " -> node " +
+          std::to_string(h.dest) + ", " + std::to_string(h.payload_size) + " payload bytes)");
+  local(h.dest)->accept(std::move(m));
+}
+
+int run_spmd_config_error(const char* what) {
+  std::fprintf(stderr, "%s\n", what);
+  return 2;
+}
+
+int run_spmd(config cfg, std::function<void()> body) {
+  if (cfg.help) {
+    const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+    if (!rank) rank = std::getenv("PMI_RANK");
+    if (!rank || std::string(rank) == "0") std::cout << config::help_text() << std::flush;
+    return 0;
+  }
+  std::unique_lock exclusive(run_lock, std::try_to_lock);
+  if (!exclusive.owns_lock()) throw usage_error("roam::run is already running in this process");
+
+  handler_registry::seal();
+  load_module_table();
+  process_runtime process(cfg);
+  active.store(&process);
+  process.start();
+
+  auto application = [&](node_runtime& n) {
+    bind_thread_to_node(&n);
+    try {
+      body();
+    } catch (const std::exception& e) {
+      int status = 0;
+      char* type = abi::__cxa_demangle(typeid(e).name(), nullptr, nullptr, &status);
+      fatal(std::string("the application body threw ") + (status == 0 ? type : typeid(e).name()) +
+            ": " + e.what());
+    } catch (...) {
+      fatal("the application body threw an exception not derived from std::exception");
+    }
+    // Shutdown: every node reports to node 0; node 0 waits for all, waits for quiescence,
+    // then releases everyone. Waiting threads keep running their node's work.
+    post(n, make_system_message(0, finished_handler, nullptr, 0));
+    if (n.id() == 0) {
+      wait(n.all_finished);
+      detect_quiescence(n);
+      for (node_id d = 0; d < n.size(); ++d)
+        post(n, make_system_message(d, stop_handler, nullptr, 0));
+    }
+    wait(n.stop);
+    bind_thread_to_node(nullptr);
+  };
+
+  std::vector<std::thread> others;
+  auto& nodes = process.nodes();
+  for (std::size_t i = 1; i < nodes.size(); ++i)
+    others.emplace_back([&, i] { application(*nodes[i]); });
+  application(*nodes.front());
+  for (auto& t : others) t.join();
+
+  process.stop();
+  active.store(nullptr);
+  return 0;
+}
+
+}  // namespace roam::detail
+
+namespace roam {
+
+node_id this_node() { return detail::id_of(detail::require_node("roam::this_node")); }
+node_id num_nodes() { return detail::size_of(detail::require_node("roam::num_nodes")); }
+void wait_quiescence() { detail::detect_quiescence(detail::require_node("roam::wait_quiescence")); }
+
+}  // namespace roam

@@ -1,0 +1,97 @@
+// The workers of one node: per-worker FIFO queues, a node-wide injection queue, random
+// victim stealing, capped exponential back-off and parking.
+//
+// Written here rather than taken from a library because the node runtime needs
+// control that thread pools do not give: waiting threads that run work, communication
+// duty taken by idle workers, and parking that never misses a wake-up.
+#pragma once
+
+#include "work_queue.hpp"
+
+#include <roam/core/config.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace roam::detail {
+
+class node_runtime;
+
+class scheduler {
+ public:
+  struct options {
+    unsigned workers = 1;
+    std::chrono::microseconds spin{50};
+    std::chrono::microseconds poll{100};
+    bool pin = false;
+    unsigned pin_offset = 0;  ///< first core index for pinning
+  };
+  /// `progress` moves network traffic; empty when the transport needs none or a dedicated
+  /// communication thread does it.
+  scheduler(node_runtime& node, options opt, std::function<bool()> progress);
+  ~scheduler();
+
+  void start();
+  /// Stops and joins the workers. Queued work is not run.
+  void stop();
+
+  /// Queues work from any thread: a worker of this node queues on its own FIFO, anything
+  /// else on the injection queue. Wakes a parked worker if nobody is searching.
+  void push(work_item* w) noexcept;
+  /// Runs one queued item if there is one; the caller is worker `self` or a non-worker
+  /// (-1). Returns false when nothing could be found.
+  bool run_one(int self);
+  /// Tries one unit of network progress (no-op without a progress function).
+  bool progress() { return progress_ ? progress_() : false; }
+  bool has_progress() const noexcept { return static_cast<bool>(progress_); }
+
+  /// Parks a waiting (non-worker) thread until wake_waiters() or the timeout.
+  void park_waiter(std::uint64_t seen_epoch, std::chrono::microseconds timeout);
+  std::uint64_t waiter_epoch() const noexcept { return waiter_epoch_.load(); }
+  void wake_waiters() noexcept;
+
+  unsigned workers() const noexcept { return static_cast<unsigned>(queues_.size()); }
+  std::chrono::microseconds spin_budget() const noexcept { return opt_.spin; }
+  std::chrono::microseconds poll_interval() const noexcept { return opt_.poll; }
+
+ private:
+  struct alignas(64) padded_queue {
+    work_queue queue;
+  };
+  work_item* find_work(int self) noexcept;
+  bool has_queued_work() const noexcept;
+  void worker_main(unsigned index);
+  void park_worker();
+  void wake_one_worker() noexcept;
+  void pin_current_thread(unsigned core);
+
+  node_runtime& node_;
+  options opt_;
+  std::function<bool()> progress_;
+  std::vector<std::unique_ptr<padded_queue>> queues_;
+  padded_queue inject_;
+  std::vector<std::thread> threads_;
+
+  alignas(64) std::atomic<int> searching_{0};
+  alignas(64) std::atomic<int> sleepers_{0};
+  std::mutex park_lock_;
+  std::condition_variable park_cv_;
+  int wake_tokens_ = 0;  // guarded by park_lock_
+  std::atomic<bool> stopping_{false};
+
+  alignas(64) std::atomic<std::uint64_t> waiter_epoch_{0};
+  std::atomic<int> parked_waiters_{0};
+  std::mutex waiter_lock_;
+  std::condition_variable waiter_cv_;
+};
+
+/// The calling thread's worker index on its node, or -1 when it is not a worker.
+int current_worker() noexcept;
+
+}  // namespace roam::detail

@@ -1,0 +1,83 @@
+// A FIFO of intrusive work items behind a small spin lock.
+//
+// Why not a lock-free queue: every queue here must be FIFO for the per-sender ordering
+// guarantee, support push from any thread and pop from owner and thieves alike; a short
+// critical section around two pointer updates is faster than the lock-free alternatives at
+// the contention a node sees, and its emptiness test is one relaxed load.
+#pragma once
+
+#include <roam/transport/message.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <thread>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace roam::detail {
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+class spin_lock {
+ public:
+  void lock() noexcept {
+    for (unsigned spins = 0;; ++spins) {
+      if (!flag_.exchange(true, std::memory_order_acquire)) return;
+      while (flag_.load(std::memory_order_relaxed)) {
+        // On an oversubscribed machine the holder may be descheduled: give it the core.
+        if (++spins > 64)
+          std::this_thread::yield();
+        else
+          cpu_relax();
+      }
+    }
+  }
+  void unlock() noexcept { flag_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> flag_{false};
+};
+
+class work_queue {
+ public:
+  void push(work_item* w) noexcept {
+    w->next = nullptr;
+    lock_.lock();
+    if (tail_)
+      tail_->next = w;
+    else
+      head_ = w;
+    tail_ = w;
+    size_.fetch_add(1, std::memory_order_seq_cst);
+    lock_.unlock();
+  }
+  work_item* pop() noexcept {
+    if (size_.load(std::memory_order_relaxed) == 0) return nullptr;
+    lock_.lock();
+    work_item* w = head_;
+    if (w) {
+      head_ = w->next;
+      if (!head_) tail_ = nullptr;
+      size_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    lock_.unlock();
+    return w;
+  }
+  bool empty() const noexcept { return size_.load(std::memory_order_seq_cst) == 0; }
+
+ private:
+  alignas(64) spin_lock lock_;
+  work_item* head_ = nullptr;
+  work_item* tail_ = nullptr;
+  std::atomic<std::size_t> size_{0};
+};
+
+}  // namespace roam::detail

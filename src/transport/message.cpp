@@ -1,0 +1,122 @@
+// Message blocks and their per-thread pools.
+//
+// Why our own pool: the runtime's hot paths (one allocation per message) need a
+// free list that is fast when the producer and the consumer are different threads
+// (application thread sends, worker frees). A thread-local cache with batch exchange
+// through a global list ("magazines") keeps both sides allocation-free in steady state.
+#include <roam/transport/message.hpp>
+
+#include <cstdlib>
+#include <limits>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+#include <vector>
+
+namespace roam::detail {
+
+std::uint32_t header_checksum(const message_header& h) noexcept {
+  // FNV-1a style mixing over 64-bit words; the checksum field itself is excluded.
+  std::uint64_t x = 0xcbf29ce484222325ull;
+  auto mix = [&x](std::uint64_t v) {
+    x ^= v;
+    x *= 0x100000001b3ull;
+    x ^= x >> 29;
+  };
+  mix(h.magic);
+  mix((std::uint64_t{h.handler} << 32) | h.flags);
+  mix((std::uint64_t{h.source} << 32) | h.dest);
+  mix(h.payload_size);
+  mix(h.function);
+  mix(h.reply_to);
+  return static_cast<std::uint32_t>(x ^ (x >> 32));
+}
+
+namespace {
+
+constexpr std::size_t block_bytes = sizeof(message) + pooled_payload_capacity;
+constexpr std::size_t batch = 64;
+
+// Full batches handed between threads; guarded by a mutex because it is touched once per
+// `batch` allocations only.
+struct global_pool {
+  std::mutex lock;
+  std::vector<std::vector<void*>> batches;
+  ~global_pool() {
+    for (auto& b : batches)
+      for (void* p : b) ::operator delete(p);
+  }
+};
+global_pool& shared_pool() {
+  static global_pool* pool = new global_pool;  // never destroyed: threads may free late
+  return *pool;
+}
+
+struct thread_cache {
+  std::vector<void*> blocks;
+  thread_cache() { blocks.reserve(2 * batch); }
+  ~thread_cache() {
+    if (blocks.empty()) return;
+    auto& g = shared_pool();
+    std::lock_guard guard(g.lock);
+    g.batches.push_back(std::move(blocks));
+  }
+  void* get() {
+    if (blocks.empty()) {
+      auto& g = shared_pool();
+      std::lock_guard guard(g.lock);
+      if (!g.batches.empty()) {
+        blocks = std::move(g.batches.back());
+        g.batches.pop_back();
+        blocks.reserve(2 * batch);
+      }
+    }
+    if (blocks.empty()) return ::operator new(block_bytes);
+    void* p = blocks.back();
+    blocks.pop_back();
+    return p;
+  }
+  void put(void* p) {
+    blocks.push_back(p);
+    if (blocks.size() >= 2 * batch) {
+      std::vector<void*> out(blocks.end() - batch, blocks.end());
+      blocks.resize(blocks.size() - batch);
+      auto& g = shared_pool();
+      std::lock_guard guard(g.lock);
+      g.batches.push_back(std::move(out));
+    }
+  }
+};
+thread_local thread_cache cache;
+
+}  // namespace
+
+message_ptr message::allocate(std::size_t payload_capacity) {
+  if (payload_capacity <= pooled_payload_capacity)
+    return message_ptr(new (cache.get()) message(pooled_payload_capacity, true));
+  if (payload_capacity > std::numeric_limits<std::uint32_t>::max() - sizeof(message))
+    throw std::length_error("roam: message payload of " + std::to_string(payload_capacity) +
+                            " bytes exceeds the 4 GiB limit");
+  void* p = ::operator new(sizeof(message) + payload_capacity);
+  return message_ptr(new (p) message(static_cast<std::uint32_t>(payload_capacity), false));
+}
+
+void message::reserve(message_ptr& m, std::size_t payload_capacity, std::size_t keep) {
+  if (payload_capacity <= m->capacity()) return;
+  std::size_t grown = std::max(payload_capacity, 2 * m->capacity());
+  message_ptr bigger = allocate(grown);
+  bigger->header = m->header;
+  std::memcpy(bigger->payload(), m->payload(), keep);
+  m = std::move(bigger);
+}
+
+void message_deleter::operator()(message* m) const noexcept {
+  const bool pooled = m->pooled_;
+  m->~message();
+  if (pooled)
+    cache.put(m);
+  else
+    ::operator delete(m);
+}
+
+}  // namespace roam::detail

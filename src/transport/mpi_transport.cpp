@@ -1,0 +1,354 @@
+// One node per MPI rank.
+//
+// One thread at a time drives MPI (a try-lock around progress(): a dedicated
+// communication thread, or whichever idle worker or waiting thread gets there first), so
+// MPI_THREAD_SERIALIZED suffices. Only non-blocking calls are used. Payloads up to the
+// inline threshold travel inside the header message; larger ones follow in a second
+// message whose exact receive the receiver posts when the header arrives. Deliveries from
+// one source are released in arrival order of their headers, so a small message never
+// overtakes a large one sent before it (FIFO per source/destination pair).
+#include "transports.hpp"
+
+#include <roam/core/detail/node_api.hpp>
+
+#include <mpi.h>
+
+#include <climits>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+namespace roam::detail {
+namespace {
+
+constexpr int tag_header = 7001;
+constexpr int tag_data = 7002;
+
+void abort_job() { MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE); }
+
+void finalize_at_exit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+std::string line_of(const std::string& text, std::size_t index) {
+  std::istringstream is(text);
+  std::string line;
+  for (std::size_t i = 0; std::getline(is, line); ++i)
+    if (i == index) return line;
+  return "<nothing>";
+}
+
+class mpi_transport final : public transport {
+ public:
+  mpi_transport(const config& cfg, delivery_function deliver)
+      : inline_(cfg.inline_bytes), direct_sends_(!cfg.comm_thread), deliver_(std::move(deliver)) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    int provided = 0;
+    if (!initialized) {
+      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+      std::atexit(finalize_at_exit);
+    } else {
+      MPI_Query_thread(&provided);
+    }
+    set_job_abort_hook(abort_job);
+    if (provided < MPI_THREAD_SERIALIZED)
+      fatal("the MPI library provides thread level " + std::to_string(provided) +
+            "; roam needs MPI_THREAD_SERIALIZED or MPI_THREAD_MULTIPLE");
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+    MPI_Comm host;
+    MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &host);
+    int host_size = 1;
+    MPI_Comm_size(host, &host_size);
+    MPI_Comm_free(&host);
+    host_processes_ = static_cast<unsigned>(host_size);
+    per_source_.resize(static_cast<std::size_t>(size_));
+  }
+
+  ~mpi_transport() override { MPI_Comm_free(&comm_); }
+
+  node_id size() const noexcept override { return static_cast<node_id>(size_); }
+  node_id first_local() const noexcept override { return static_cast<node_id>(rank_); }
+  node_id local_count() const noexcept override { return 1; }
+  unsigned processes_on_host() const noexcept override { return host_processes_; }
+  const char* name() const noexcept override { return "mpi"; }
+  bool needs_progress() const noexcept override { return true; }
+
+  void send(message_ptr m) override {
+    if (m->header.payload_size > static_cast<std::uint64_t>(INT_MAX))
+      fatal("a message of " + std::to_string(m->header.payload_size) +
+            " payload bytes exceeds the mpi transport's 2 GiB limit per message");
+    {
+      std::lock_guard guard(out_lock_);
+      outgoing_.push_back(m.release());
+      queued_.store(true, std::memory_order_release);
+    }
+    if (direct_sends_) {
+      progress();  // start the send now if nobody else is driving MPI
+    } else if (comm_sleeping_.load()) {
+      std::lock_guard guard(out_lock_);
+      out_ready_.notify_one();
+    }
+  }
+
+  void send_raw_for_testing(node_id dest, std::vector<std::byte> bytes) override {
+    std::lock_guard guard(out_lock_);
+    raw_outgoing_.emplace_back(static_cast<int>(dest), std::move(bytes));
+    queued_.store(true, std::memory_order_release);
+  }
+
+  void idle_wait(std::chrono::microseconds max) override {
+    std::unique_lock lock(out_lock_);
+    comm_sleeping_.store(true);
+    out_ready_.wait_for(lock, max, [this] { return !outgoing_.empty() || !raw_outgoing_.empty(); });
+    comm_sleeping_.store(false);
+  }
+
+  bool progress() override {
+    std::unique_lock lock(progress_lock_, std::try_to_lock);
+    if (!lock.owns_lock()) return false;
+    bool did = start_sends();
+    did |= complete_sends();
+    did |= receive();
+    did |= complete_receives();
+    return did;
+  }
+
+  void drain() override {
+    for (;;) {
+      progress();
+      std::lock_guard guard(progress_lock_);
+      bool empty;
+      {
+        std::lock_guard out(out_lock_);
+        empty = outgoing_.empty() && raw_outgoing_.empty();
+      }
+      if (empty && live_sends_ == 0) return;
+    }
+  }
+
+  void validate_fingerprint(const std::string& fingerprint) override {
+    int length = static_cast<int>(fingerprint.size());
+    MPI_Bcast(&length, 1, MPI_INT, 0, comm_);
+    std::string root(static_cast<std::size_t>(length), '\0');
+    if (rank_ == 0) root = fingerprint;
+    MPI_Bcast(root.data(), length, MPI_CHAR, 0, comm_);
+    if (root == fingerprint) return;
+    std::size_t line = 0;
+    while (line_of(root, line) == line_of(fingerprint, line)) ++line;
+    std::fprintf(stderr,
+                 "roam: fatal error on node %d: this rank runs a different program than rank 0 "
+                 "(handler tables or settings differ); first difference: rank 0 has '%s', rank %d "
+                 "has '%s'\n",
+                 rank_, line_of(root, line).c_str(), rank_, line_of(fingerprint, line).c_str());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE);
+  }
+
+  void process_barrier() override { MPI_Barrier(comm_); }
+
+ private:
+  struct send_slot {
+    message* m;
+    int remaining;
+    std::vector<std::byte> raw;
+  };
+  struct pending_receive {
+    message_ptr m;
+    MPI_Request data = MPI_REQUEST_NULL;
+  };
+
+  void post_isend(const void* data, int bytes, int dest, int tag, std::size_t slot) {
+    MPI_Request r;
+    MPI_Isend(data, bytes, MPI_BYTE, dest, tag, comm_, &r);
+    send_requests_.push_back(r);
+    request_slot_.push_back(slot);
+  }
+
+  std::size_t new_slot(message* m, int remaining, std::vector<std::byte> raw = {}) {
+    ++live_sends_;
+    if (!free_slots_.empty()) {
+      std::size_t s = free_slots_.back();
+      free_slots_.pop_back();
+      slots_[s] = send_slot{m, remaining, std::move(raw)};
+      return s;
+    }
+    slots_.push_back(send_slot{m, remaining, std::move(raw)});
+    return slots_.size() - 1;
+  }
+
+  bool start_sends() {
+    if (!queued_.load(std::memory_order_acquire)) return false;
+    {
+      std::lock_guard guard(out_lock_);
+      batch_.swap(outgoing_);
+      raw_batch_.swap(raw_outgoing_);
+      queued_.store(false, std::memory_order_relaxed);
+    }
+    for (message* m : batch_) {
+      const int dest = static_cast<int>(m->header.dest);
+      const auto payload = static_cast<int>(m->header.payload_size);
+      if (m->header.payload_size <= inline_) {
+        post_isend(m->wire_data(), static_cast<int>(m->wire_size()), dest, tag_header,
+                   new_slot(m, 1));
+      } else {
+        std::size_t s = new_slot(m, 2);
+        post_isend(m->wire_data(), sizeof(message_header), dest, tag_header, s);
+        post_isend(m->payload(), payload, dest, tag_data, s);
+      }
+    }
+    for (auto& [dest, bytes] : raw_batch_) {
+      std::size_t s = new_slot(nullptr, 1, std::move(bytes));
+      post_isend(slots_[s].raw.data(), static_cast<int>(slots_[s].raw.size()), dest, tag_header, s);
+    }
+    bool did = !batch_.empty() || !raw_batch_.empty();
+    batch_.clear();
+    raw_batch_.clear();
+    return did;
+  }
+
+  bool complete_sends() {
+    if (send_requests_.empty()) return false;
+    int done = 0;
+    indices_.resize(send_requests_.size());
+    MPI_Testsome(static_cast<int>(send_requests_.size()), send_requests_.data(), &done,
+                 indices_.data(), MPI_STATUSES_IGNORE);
+    if (done <= 0) return false;  // includes MPI_UNDEFINED (no active requests)
+    for (int i = 0; i < done; ++i) {
+      std::size_t s =
+          request_slot_[static_cast<std::size_t>(indices_[static_cast<std::size_t>(i)])];
+      if (--slots_[s].remaining == 0) {
+        if (slots_[s].m) message_deleter{}(slots_[s].m);
+        slots_[s] = send_slot{nullptr, 0, {}};
+        free_slots_.push_back(s);
+        --live_sends_;
+      }
+    }
+    // Drop completed (now MPI_REQUEST_NULL) entries, keeping the rest in order.
+    std::size_t keep = 0;
+    for (std::size_t i = 0; i < send_requests_.size(); ++i)
+      if (send_requests_[i] != MPI_REQUEST_NULL) {
+        send_requests_[keep] = send_requests_[i];
+        request_slot_[keep] = request_slot_[i];
+        ++keep;
+      }
+    send_requests_.resize(keep);
+    request_slot_.resize(keep);
+    return true;
+  }
+
+  bool receive() {
+    bool did = false;
+    for (int k = 0; k < 64; ++k) {
+      int flag = 0;
+      MPI_Message handle;
+      MPI_Status status;
+      MPI_Improbe(MPI_ANY_SOURCE, tag_header, comm_, &flag, &handle, &status);
+      if (!flag) break;
+      did = true;
+      int count = 0;
+      MPI_Get_count(&status, MPI_BYTE, &count);
+      const int source = status.MPI_SOURCE;
+      const auto bytes = static_cast<std::size_t>(count);
+      message_ptr m =
+          message::allocate(bytes > sizeof(message_header) ? bytes - sizeof(message_header) : 0);
+      if (bytes < sizeof(message_header)) {
+        std::vector<std::byte> raw(bytes);
+        MPI_Mrecv(raw.data(), count, MPI_BYTE, &handle, MPI_STATUS_IGNORE);
+        message_from_wire(raw.data(), raw.size(), static_cast<node_id>(source));  // fatal
+      }
+      MPI_Mrecv(m->wire_data(), count, MPI_BYTE, &handle, MPI_STATUS_IGNORE);
+      const message_header& h = m->header;
+      const std::size_t payload = bytes - sizeof(message_header);
+      pending_receive p;
+      if (h.payload_size != payload) {
+        // A header alone announcing a large payload starts a split-phase receive; anything
+        // else is a truncated or corrupt frame. Check the header before trusting its size.
+        bool split = payload == 0 && h.payload_size > inline_ && h.magic == message_magic &&
+                     h.checksum == header_checksum(h) &&
+                     h.payload_size <= static_cast<std::uint64_t>(INT_MAX);
+        if (!split)
+          fatal("received a truncated or corrupt message from node " + std::to_string(source) +
+                ": its header announces " + std::to_string(h.payload_size) + " payload bytes but " +
+                std::to_string(payload) + " arrived");
+        message::reserve(m, h.payload_size, 0);
+        MPI_Irecv(m->payload(), static_cast<int>(m->header.payload_size), MPI_BYTE, source,
+                  tag_data, comm_, &p.data);
+      }
+      auto& queue = per_source_[static_cast<std::size_t>(source)];
+      if (queue.empty() && p.data == MPI_REQUEST_NULL) {
+        deliver_(std::move(m));
+        continue;
+      }
+      if (queue.empty()) waiting_sources_.push_back(source);
+      p.m = std::move(m);
+      queue.push_back(std::move(p));
+    }
+    return did;
+  }
+
+  bool complete_receives() {
+    bool did = false;
+    for (std::size_t i = 0; i < waiting_sources_.size();) {
+      auto& queue = per_source_[static_cast<std::size_t>(waiting_sources_[i])];
+      while (!queue.empty()) {
+        auto& front = queue.front();
+        if (front.data != MPI_REQUEST_NULL) {
+          int flag = 0;
+          MPI_Test(&front.data, &flag, MPI_STATUS_IGNORE);
+          if (!flag) break;
+        }
+        deliver_(std::move(front.m));
+        queue.pop_front();
+        did = true;
+      }
+      if (queue.empty()) {
+        waiting_sources_[i] = waiting_sources_.back();
+        waiting_sources_.pop_back();
+      } else {
+        ++i;
+      }
+    }
+    return did;
+  }
+
+  MPI_Comm comm_{};
+  int rank_ = 0, size_ = 1;
+  unsigned host_processes_ = 1;
+  const std::uint32_t inline_;
+  const bool direct_sends_;
+  delivery_function deliver_;
+
+  std::mutex out_lock_;
+  std::condition_variable out_ready_;
+  std::atomic<bool> comm_sleeping_{false};
+  std::atomic<bool> queued_{false};
+  std::vector<message*> outgoing_, batch_;
+  std::vector<std::pair<int, std::vector<std::byte>>> raw_outgoing_, raw_batch_;
+
+  std::mutex progress_lock_;  // held by whoever drives MPI; everything below is under it
+  std::vector<MPI_Request> send_requests_;
+  std::vector<std::size_t> request_slot_;
+  std::vector<int> indices_;
+  std::vector<send_slot> slots_;
+  std::vector<std::size_t> free_slots_;
+  std::size_t live_sends_ = 0;
+  std::vector<std::deque<pending_receive>> per_source_;
+  std::vector<int> waiting_sources_;
+};
+
+}  // namespace
+
+std::unique_ptr<transport> make_mpi_transport(const config& cfg, delivery_function deliver) {
+  return std::make_unique<mpi_transport>(cfg, std::move(deliver));
+}
+
+}  // namespace roam::detail
