@@ -1,21 +1,10 @@
 #include <roam/am/send.hpp>
 
-#include "../core/process_runtime.hpp"
-
 #include <cxxabi.h>
 
 #include <cstdlib>
 
 namespace roam::detail {
-
-node_runtime& sending_node(const char* caller) {
-  if (node_runtime* n = current_node()) return *n;
-  if (process_runtime* p = active_process(); p && p->nodes().size() == 1)
-    return *p->nodes().front();
-  throw usage_error(std::string("roam: ") + caller +
-                    " called outside roam::run, or from a thread of the application while this "
-                    "process hosts several virtual nodes (send from a node's thread instead)");
-}
 
 message_ptr clone_message(const message& m) {
   message_ptr copy = message::allocate(m.header.payload_size);

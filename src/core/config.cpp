@@ -72,6 +72,11 @@ const std::vector<setting>& settings() {
        [](config& c, std::string_view v, const std::string& o) {
          c.inline_bytes = parse_count(v, o, 0, 65536);
        }},
+      {"lend-app-thread", "ROAM_LEND_APP_THREAD", "on|off",
+       "a waiting application thread runs its node's work (default on)", true,
+       [](config& c, std::string_view v, const std::string& o) {
+         c.lend_app_thread = parse_bool(v, o);
+       }},
       {"pin", "ROAM_PIN", "on|off", "pin workers to cores with hwloc (default off)", true,
        [](config& c, std::string_view v, const std::string& o) { c.pin = parse_bool(v, o); }},
       {"spin-us", "ROAM_SPIN_US", "0..1000000",

@@ -254,10 +254,12 @@ void wait(waitable& w) {
   w.waiting_node_.store(n);
   scheduler& s = n->sched();
   const int self = current_worker();
+  // Workers always run work while waiting; application threads unless told not to.
+  const bool run_work = self >= 0 || n->process().settings().lend_app_thread;
   auto idle_since = std::chrono::steady_clock::now();
   unsigned rounds = 0;
   while (!w.ready()) {
-    if (s.run_one(self) || s.progress()) {
+    if ((run_work && s.run_one(self)) || s.progress()) {
       rounds = 0;
       continue;
     }

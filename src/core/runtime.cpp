@@ -49,6 +49,15 @@ void fatal(const std::string& what) noexcept {
 
 process_runtime* active_process() noexcept { return active.load(); }
 
+node_runtime& sending_node(const char* caller) {
+  if (node_runtime* n = current_node()) return *n;
+  if (process_runtime* p = active_process(); p && p->nodes().size() == 1)
+    return *p->nodes().front();
+  throw usage_error(std::string("roam: ") + caller +
+                    " called outside roam::run, or from a thread of the application while this "
+                    "process hosts several virtual nodes (call it from a node's thread instead)");
+}
+
 process_runtime::process_runtime(const config& cfg) : config_(cfg) {
   auto deliver = [this](message_ptr m) { this->deliver(std::move(m)); };
   bool use_mpi =
@@ -196,8 +205,8 @@ int run_spmd(config cfg, std::function<void()> body) {
 
 namespace roam {
 
-node_id this_node() { return detail::id_of(detail::require_node("roam::this_node")); }
-node_id num_nodes() { return detail::size_of(detail::require_node("roam::num_nodes")); }
+node_id this_node() { return detail::id_of(detail::sending_node("roam::this_node")); }
+node_id num_nodes() { return detail::size_of(detail::sending_node("roam::num_nodes")); }
 void wait_quiescence() { detail::detect_quiescence(detail::require_node("roam::wait_quiescence")); }
 
 }  // namespace roam

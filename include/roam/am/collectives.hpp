@@ -5,9 +5,9 @@
 // They travel as runtime messages along a binomial tree (O(log P) steps), are not counted
 // by wait_quiescence, and the waiting thread runs its node's work meanwhile.
 //
-// Reduction operators must be stateless function objects or lambdas (they are
-// instantiated on the nodes that combine), associative and commutative: partial results
-// are combined in arrival order.
+// Reduction operators are functions, or stateless function objects or lambdas (they are
+// instantiated on the nodes that combine); they must be associative and commutative:
+// partial results are combined in arrival order.
 #pragma once
 
 #include <roam/am/send.hpp>
@@ -85,23 +85,43 @@ struct release_down {
 template <class T, class Op, bool All>
 struct combine_up;
 
+/// Operators travel as function tokens (functions) or not at all (stateless objects).
+template <class Op>
+std::uint64_t operator_token(const Op& op) {
+  if constexpr (std::is_pointer_v<Op>)
+    return encode_function_cached(reinterpret_cast<const void*>(op));
+  else
+    return 0;
+}
+template <class Op>
+Op operator_from_token(std::uint64_t token) {
+  if constexpr (std::is_pointer_v<Op>) {
+    const void* p = decode_function(token);
+    if (!p) throw deserialization_error("reduction operator token names no code in this binary");
+    return reinterpret_cast<Op>(const_cast<void*>(p));
+  } else {
+    return Op{};
+  }
+}
+
 /// Adds one contribution (own or a child's subtree); when all are in, sends the partial
 /// result to the parent, or finishes at the root.
 template <class T, class Op, bool All>
-void contribute(node_runtime& n, std::uint64_t seq, node_id root, T value) {
+void contribute(node_runtime& n, std::uint64_t seq, node_id root, Op op, T value) {
   binomial_tree tree{id_of(n), root, size_of(n)};
   auto slot = slot_for<T>(n, seq);
   std::optional<T> complete;
   {
     std::lock_guard guard(slot->lock);
     slot->partial =
-        slot->partial ? Op{}(std::move(*slot->partial), std::move(value)) : std::move(value);
+        slot->partial ? op(std::move(*slot->partial), std::move(value)) : std::move(value);
     if (++slot->arrived == tree.children() + 1) complete = std::move(slot->partial);
   }
   if (!complete) return;
   if (tree.virtual_rank() != 0) {
     post(n, build_message<combine_up<T, Op, All>>(tree.parent(), combine_up<T, Op, All>{},
-                                                  flag_system, seq, root, std::move(*complete)));
+                                                  flag_system, seq, root, operator_token(op),
+                                                  std::move(*complete)));
     if (!All) {  // rooted collectives end here for non-roots
       std::lock_guard guard(slot->lock);
       slot->done.set();
@@ -117,8 +137,9 @@ void contribute(node_runtime& n, std::uint64_t seq, node_id root, T value) {
 
 template <class T, class Op, bool All>
 struct combine_up {
-  void operator()(std::uint64_t seq, node_id root, T value) const {
-    contribute<T, Op, All>(*current_node(), seq, root, std::move(value));
+  void operator()(std::uint64_t seq, node_id root, std::uint64_t op, T value) const {
+    contribute<T, Op, All>(*current_node(), seq, root, operator_from_token<Op>(op),
+                           std::move(value));
   }
 };
 
@@ -135,12 +156,13 @@ std::optional<T> finish(node_runtime& n, std::uint64_t seq) {
 node_runtime& collective_node(const char* caller, node_id root);
 
 template <class T, class Op, bool All>
-std::optional<T> tree_reduce(const char* caller, T value, node_id root) {
-  static_assert(std::is_empty_v<Op> && std::is_default_constructible_v<Op>,
-                "roam: reduction operators must be stateless function objects or lambdas");
+std::optional<T> tree_reduce(const char* caller, T value, Op op, node_id root) {
+  static_assert(
+      std::is_pointer_v<Op> || (std::is_empty_v<Op> && std::is_default_constructible_v<Op>),
+      "roam: reduction operators must be functions or stateless function objects or lambdas");
   auto& n = collective_node(caller, root);
   const std::uint64_t seq = next_collective_sequence(n);
-  contribute<T, Op, All>(n, seq, root, std::move(value));
+  contribute<T, Op, All>(n, seq, root, op, std::move(value));
   return finish<T>(n, seq);
 }
 
@@ -173,20 +195,20 @@ std::vector<T> in_node_order(std::vector<std::pair<node_id, T>> parts) {
 
 /// Returns once every node has entered the barrier.
 inline void barrier() {
-  detail::tree_reduce<detail::no_value, detail::keep_first, true>("roam::barrier", {}, 0);
+  detail::tree_reduce<detail::no_value, detail::keep_first, true>("roam::barrier", {}, {}, 0);
 }
 
 /// Combines every node's `value` with `op`; the result is returned on every node.
 template <class T, class Op>
-T allreduce(T value, Op) {
-  return *detail::tree_reduce<T, Op, true>("roam::allreduce", std::move(value), 0);
+T allreduce(T value, Op op) {
+  return *detail::tree_reduce<T, Op, true>("roam::allreduce", std::move(value), op, 0);
 }
 
 /// Combines every node's `value` with `op`; the result is returned on `root`, nullopt
 /// elsewhere (non-roots return as soon as their part is passed on).
 template <class T, class Op>
-std::optional<T> reduce(T value, Op, node_id root = 0) {
-  return detail::tree_reduce<T, Op, false>("roam::reduce", std::move(value), root);
+std::optional<T> reduce(T value, Op op, node_id root = 0) {
+  return detail::tree_reduce<T, Op, false>("roam::reduce", std::move(value), op, root);
 }
 
 /// Every node's `value` in node order, on `root`; an empty vector elsewhere.
@@ -194,7 +216,7 @@ template <class T>
 std::vector<T> gather(T value, node_id root = 0) {
   using part = std::vector<std::pair<node_id, T>>;
   auto all = detail::tree_reduce<part, detail::concatenate<T>, false>(
-      "roam::gather", part{{this_node(), std::move(value)}}, root);
+      "roam::gather", part{{this_node(), std::move(value)}}, {}, root);
   return all ? detail::in_node_order(std::move(*all)) : std::vector<T>{};
 }
 
@@ -203,7 +225,7 @@ template <class T>
 std::vector<T> allgather(T value) {
   using part = std::vector<std::pair<node_id, T>>;
   auto all = detail::tree_reduce<part, detail::concatenate<T>, true>(
-      "roam::allgather", part{{this_node(), std::move(value)}}, 0);
+      "roam::allgather", part{{this_node(), std::move(value)}}, {}, 0);
   return detail::in_node_order(std::move(*all));
 }
 

@@ -29,6 +29,8 @@ struct config {
   bool comm_thread = false;
   /// Payloads up to this many bytes travel inside the header message (mpi).
   std::uint32_t inline_bytes = 512;
+  /// A waiting application thread runs its node's work (on), or only waits (off).
+  bool lend_app_thread = true;
   /// Pin workers to cores through hwloc.
   bool pin = false;
   /// How long an idle worker searches for work before it parks, in microseconds.

@@ -223,8 +223,4 @@ message_ptr build_message(node_id dest, const H& fn, std::uint32_t flags, Args&&
   return m;
 }
 
-/// The node a send from this thread comes from: the thread's node, or the only node of
-/// this process for threads the application started itself.
-node_runtime& sending_node(const char* caller);
-
 }  // namespace roam::detail

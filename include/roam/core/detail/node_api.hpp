@@ -22,6 +22,9 @@ class node_runtime;
 node_runtime* current_node() noexcept;
 /// Same, but throws roam::usage_error naming `caller` when there is none.
 node_runtime& require_node(const char* caller);
+/// The node a call from this thread acts for: the thread's node, or the only node of this
+/// process for threads the application started itself. Throws roam::usage_error otherwise.
+node_runtime& sending_node(const char* caller);
 node_id id_of(const node_runtime& n) noexcept;
 node_id size_of(const node_runtime& n) noexcept;
 

@@ -1,0 +1,369 @@
+// Active messages, futures, collectives and quiescence. The same suite runs on the inproc
+// transport with 1-4 virtual nodes and under mpiexec with 2-4 ranks (ctest sets
+// ROAM_NODES / ROAM_TRANSPORT); every test checks results on every node.
+#include <roam/roam.hpp>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+namespace {
+
+roam::config test_config() { return roam::config::from_environment(); }
+
+template <class Body>
+void run_everywhere(Body body, roam::config cfg = test_config()) {
+  ASSERT_EQ(roam::run(cfg, body), 0);
+}
+
+// ---- handlers ----------------------------------------------------------------------------
+
+// State indexed by node, so in-process virtual nodes do not share it.
+constexpr std::size_t max_nodes = 64;
+std::array<std::atomic<long>, max_nodes> counter{};
+void add_to_counter(long v) { counter[roam::this_node()].fetch_add(v); }
+void reset(std::array<std::atomic<long>, max_nodes>& a) {
+  for (auto& c : a) c = 0;
+}
+
+struct point {  // trivially copyable: travels by memcpy
+  double x, y;
+  int tag;
+};
+
+struct particle_set {  // cereal-serializable, non-contiguous data
+  std::string name;
+  std::vector<std::vector<double>> blocks;
+  std::map<int, std::string> labels;
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(name, blocks, labels);
+  }
+  bool operator==(const particle_set&) const = default;
+};
+
+particle_set sample_set(int seed) {
+  particle_set s{"set" + std::to_string(seed), {}, {}};
+  for (int i = 0; i < 5; ++i)
+    s.blocks.push_back(std::vector<double>(static_cast<std::size_t>(i + seed), i * 0.5));
+  s.labels = {{seed, "a"}, {seed + 1, "bb"}};
+  return s;
+}
+
+std::string describe(point p, const std::string& s, std::vector<int> v, std::optional<int> o,
+                     std::tuple<int, std::string> t, const particle_set& ps) {
+  return std::to_string(p.x + p.y) + "/" + std::to_string(p.tag) + "/" + s + "/" +
+         std::to_string(std::accumulate(v.begin(), v.end(), 0)) + "/" +
+         (o ? std::to_string(*o) : "none") + "/" + std::to_string(std::get<0>(t)) + std::get<1>(t) +
+         "/" + ps.name + "/" + std::to_string(ps.blocks.size()) + "/" + ps.labels.begin()->second;
+}
+
+struct scaled_adder {  // a function object with state: the state travels with it
+  long factor = 1;
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(factor);
+  }
+  long operator()(long v) const { return v * factor; }
+};
+
+int fail_with(int code) {
+  if (code > 0) throw std::out_of_range("code " + std::to_string(code));
+  return code;
+}
+
+// Records (source, sequence) pairs to check per-sender ordering.
+std::mutex order_lock;
+std::map<std::pair<roam::node_id, roam::node_id>, std::vector<int>>
+    received_order;  // (dest, source)
+void record_order(roam::node_id source, int sequence) {
+  std::lock_guard guard(order_lock);
+  received_order[{roam::this_node(), source}].push_back(sequence);
+}
+
+// A message tree whose shape depends only on the seed: fan-out 0-3, depth-limited.
+std::array<std::atomic<long>, max_nodes> tree_visits{};
+void grow(int depth, std::uint32_t seed) {
+  tree_visits[roam::this_node()].fetch_add(1);
+  std::minstd_rand rng(seed);
+  if (depth == 0) return;
+  const int children = static_cast<int>(rng() % 4);
+  for (int c = 0; c < children; ++c) {
+    const auto dest = static_cast<roam::node_id>(rng() % roam::num_nodes());
+    const auto child_seed = static_cast<std::uint32_t>(rng());
+    roam::send(dest, grow, depth - 1, child_seed);
+  }
+}
+long tree_size(int depth, std::uint32_t seed) {
+  std::minstd_rand rng(seed);
+  long n = 1;
+  if (depth == 0) return n;
+  const int children = static_cast<int>(rng() % 4);
+  for (int c = 0; c < children; ++c) {
+    (void)rng();  // the destination
+    n += tree_size(depth - 1, static_cast<std::uint32_t>(rng()));
+  }
+  return n;
+}
+
+long sum(long a, long b) { return a + b; }
+
+}  // namespace
+
+TEST(ActiveMessages, SendRunsOnEveryNodeAndQuiescenceSeesIt) {
+  reset(counter);
+  run_everywhere([] {
+    const roam::node_id n = roam::num_nodes();
+    for (roam::node_id d = 0; d < n; ++d) roam::send(d, add_to_counter, 1000L + roam::this_node());
+    roam::barrier();
+    if (roam::this_node() == 0) roam::wait_quiescence();
+    roam::barrier();
+    // Every node received one message from every node.
+    EXPECT_EQ(counter[roam::this_node()].load(), 1000L * n + static_cast<long>(n) * (n - 1) / 2);
+  });
+}
+
+TEST(ActiveMessages, CallReturnsValuesOfEveryArgumentKind) {
+  run_everywhere([] {
+    const roam::node_id n = roam::num_nodes();
+    const roam::node_id target = (roam::this_node() + 1) % n;
+    auto f = roam::call(target, describe, point{1.5, 2.5, 7}, "text", std::vector<int>{1, 2, 3},
+                        std::optional<int>(9), std::make_tuple(4, std::string("x")), sample_set(2));
+    EXPECT_EQ(f.get(), "4.000000/7/text/6/9/4x/set2/5/a");
+
+    // Lambdas, void results, stateful function objects.
+    auto where = roam::call(target, [] { return roam::this_node(); });
+    EXPECT_EQ(where.get(), target);
+    auto done = roam::call(
+        target, [](int) {}, 3);
+    done.get();
+    EXPECT_EQ(roam::call(target, scaled_adder{7}, 6L).get(), 42L);
+
+    // Structured data comes back intact.
+    auto echo = roam::call(
+        target, [](particle_set s) { return s; }, sample_set(5));
+    EXPECT_EQ(echo.get(), sample_set(5));
+    roam::barrier();
+  });
+}
+
+TEST(ActiveMessages, LargePayloadsUseSplitPhaseAndArriveIntact) {
+  run_everywhere([] {
+    const roam::node_id target = (roam::this_node() + 1) % roam::num_nodes();
+    for (std::size_t size : {std::size_t{0}, std::size_t{100}, std::size_t{511}, std::size_t{512},
+                             std::size_t{513}, std::size_t{4096}, std::size_t{1} << 20}) {
+      std::vector<std::uint8_t> data(size);
+      for (std::size_t i = 0; i < size; ++i) data[i] = static_cast<std::uint8_t>(i * 31 + size);
+      auto checksum = roam::call(
+          target,
+          [](const std::vector<std::uint8_t>& v) {
+            std::uint64_t s = 0;
+            for (std::size_t i = 0; i < v.size(); ++i) s += v[i] * (i + 1);
+            return std::make_pair(v.size(), s);
+          },
+          data);
+      std::uint64_t expected = 0;
+      for (std::size_t i = 0; i < size; ++i) expected += data[i] * (i + 1);
+      auto [got_size, got_sum] = checksum.get();
+      EXPECT_EQ(got_size, size);
+      EXPECT_EQ(got_sum, expected);
+    }
+    roam::barrier();
+  });
+}
+
+TEST(ActiveMessages, ExceptionInCallReachesTheCallersFuture) {
+  run_everywhere([] {
+    const roam::node_id target = (roam::this_node() + 1) % roam::num_nodes();
+    EXPECT_EQ(roam::call(target, fail_with, 0).get(), 0);
+    auto f = roam::call(target, fail_with, 3);
+    try {
+      f.get();
+      ADD_FAILURE() << "expected roam::remote_error";
+    } catch (const roam::remote_error& e) {
+      EXPECT_EQ(e.exception_type(), "std::out_of_range");
+      EXPECT_EQ(e.original_message(), "code 3");
+      EXPECT_NE(std::string(e.what()).find("int (*)(int)"), std::string::npos) << e.what();
+    }
+    // then() forwards the error without calling the continuation.
+    bool called = false;
+    auto g = roam::call(target, fail_with, 1).then([&called](int) {
+      called = true;
+      return 1;
+    });
+    EXPECT_THROW(g.get(), roam::remote_error);
+    EXPECT_FALSE(called);
+    roam::barrier();
+  });
+}
+
+TEST(ActiveMessages, ThenChainsRunOnReplies) {
+  run_everywhere([] {
+    const roam::node_id target = (roam::this_node() + 1) % roam::num_nodes();
+    auto f = roam::call(
+                 target, [](long v) { return v * 2; }, 21L)
+                 .then([](long v) { return std::to_string(v); })
+                 .then([](std::string s) { return s + "!"; });
+    EXPECT_EQ(f.get(), "42!");
+    roam::barrier();
+  });
+}
+
+TEST(ActiveMessages, HandlersSendAndWaitFromInsideHandlers) {
+  run_everywhere([] {
+    const roam::node_id n = roam::num_nodes();
+    // A chain of calls, each handler waiting for the next node's answer.
+    auto chain = roam::call(
+        (roam::this_node() + 1) % n,
+        [](int hops) {
+          struct step {
+            static long run(int left) {
+              if (left == 0) return static_cast<long>(roam::this_node());
+              return 1000 +
+                     roam::call((roam::this_node() + 1) % roam::num_nodes(), run, left - 1).get();
+            }
+          };
+          return step::run(hops);
+        },
+        6);
+    const long expected_last = static_cast<long>((roam::this_node() + 1 + 6) % n);
+    EXPECT_EQ(chain.get(), 6000 + expected_last);
+    roam::barrier();
+  });
+}
+
+TEST(ActiveMessages, BroadcastReachesEveryNodeOnce) {
+  reset(counter);
+  run_everywhere([] {
+    if (roam::this_node() == 0) {
+      roam::broadcast(add_to_counter, 5L);
+      roam::wait_quiescence();
+    }
+    roam::barrier();
+    EXPECT_EQ(counter[roam::this_node()].load(), 5L);
+  });
+}
+
+TEST(ActiveMessages, MessagesFromOneSenderStartInOrder) {
+  received_order.clear();
+  roam::config cfg = test_config();
+  cfg.threads = 1;              // one worker per node and an application thread that
+  cfg.lend_app_thread = false;  // does not run work: start order is run order
+  run_everywhere(
+      [] {
+        constexpr int count = 5000;
+        for (int i = 0; i < count; ++i)
+          for (roam::node_id d = 0; d < roam::num_nodes(); ++d)
+            roam::send(d, record_order, roam::this_node(), i);
+        roam::barrier();
+        if (roam::this_node() == 0) roam::wait_quiescence();
+        roam::barrier();
+        std::lock_guard guard(order_lock);
+        for (roam::node_id source = 0; source < roam::num_nodes(); ++source) {
+          const auto& seq = received_order[{roam::this_node(), source}];
+          ASSERT_EQ(seq.size(), static_cast<std::size_t>(count)) << "from node " << source;
+          for (int i = 0; i < count; ++i)
+            ASSERT_EQ(seq[static_cast<std::size_t>(i)], i) << "from node " << source;
+        }
+      },
+      cfg);
+}
+
+TEST(Collectives, AllKindsAgreeOnEveryNode) {
+  run_everywhere([] {
+    const roam::node_id me = roam::this_node(), n = roam::num_nodes();
+    roam::barrier();
+    EXPECT_EQ(roam::allreduce(static_cast<long>(me) + 1, [](long a, long b) { return a + b; }),
+              static_cast<long>(n) * (n + 1) / 2);
+    EXPECT_EQ(
+        roam::allreduce(std::to_string(me),
+                        [](std::string a, std::string b) { return a.size() >= b.size() ? a : b; })
+            .size(),
+        std::to_string(n - 1).size());
+    for (roam::node_id root = 0; root < n; ++root) {
+      auto r = roam::reduce(static_cast<long>(me), sum, root);
+      EXPECT_EQ(r.has_value(), me == root);
+      if (r) {
+        EXPECT_EQ(*r, static_cast<long>(n) * (n - 1) / 2);
+      }
+      auto g = roam::gather(std::string(me + 1, 'x'), root);
+      if (me == root) {
+        ASSERT_EQ(g.size(), n);
+        for (roam::node_id i = 0; i < n; ++i) EXPECT_EQ(g[i], std::string(i + 1, 'x'));
+      } else {
+        EXPECT_TRUE(g.empty());
+      }
+      auto b = roam::broadcast_value(
+          me == root ? std::vector<int>{int(root), 7} : std::vector<int>{}, root);
+      EXPECT_EQ(b, (std::vector<int>{static_cast<int>(root), 7}));
+    }
+    auto all = roam::allgather(std::make_pair(me, me * me));
+    ASSERT_EQ(all.size(), n);
+    for (roam::node_id i = 0; i < n; ++i) EXPECT_EQ(all[i], std::make_pair(i, i * i));
+  });
+}
+
+TEST(Quiescence, RandomTreesOfUnknownShapeAreFullyHandled) {
+  for (std::uint32_t seed : {1u, 7u, 12345u}) {
+    reset(tree_visits);
+    run_everywhere([seed] {
+      const roam::node_id n = roam::num_nodes();
+      if (roam::this_node() == 0) {
+        // Several roots; quiescence must cover every descendant on every node.
+        for (std::uint32_t r = 0; r < 8; ++r) roam::send(r % n, grow, 9, seed * 100 + r);
+        roam::wait_quiescence();
+      }
+      roam::barrier();
+      // Read right after quiescence: nothing may arrive late.
+      long visits = roam::allreduce(tree_visits[roam::this_node()].load(), sum);
+      long expected = 0;
+      for (std::uint32_t r = 0; r < 8; ++r) expected += tree_size(9, seed * 100 + r);
+      EXPECT_GT(expected, 50);
+      EXPECT_EQ(visits, expected) << "seed " << seed;
+    });
+  }
+}
+
+TEST(Quiescence, EveryNodeCanDetectWhileAllSend) {
+  run_everywhere([] {
+    for (std::uint32_t r = 0; r < 4; ++r)
+      roam::send((roam::this_node() + r) % roam::num_nodes(), grow, 7, roam::this_node() * 10 + r);
+    roam::wait_quiescence();  // concurrently on every node
+    roam::barrier();
+  });
+}
+
+TEST(ActiveMessages, ApplicationThreadsMaySendWhenTheProcessHostsOneNode) {
+  run_everywhere([] {
+    if (roam::config::from_environment().transport != roam::transport_kind::mpi &&
+        roam::config::from_environment().nodes > 1) {
+      // Several virtual nodes: a foreign thread has no node and is told so.
+      std::thread t([] { EXPECT_THROW(roam::send(0, add_to_counter, 1L), roam::usage_error); });
+      t.join();
+      return;
+    }
+    std::atomic<long> got{0};
+    std::thread t([&got] {
+      got = roam::call((roam::num_nodes() > 1) ? 1u : 0u, [](long v) { return v + 1; }, 41L).get();
+    });
+    t.join();
+    EXPECT_EQ(got.load(), 42);
+    roam::barrier();
+  });
+}
+
+TEST(Runtime, CanRunSeveralTimesAndOutsideCallsAreRejected) {
+  EXPECT_THROW(roam::this_node(), roam::usage_error);
+  EXPECT_THROW(roam::send(0, add_to_counter, 1L), roam::usage_error);
+  for (int i = 0; i < 3; ++i) run_everywhere([] { roam::barrier(); });
+}
