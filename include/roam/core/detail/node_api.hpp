@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace roam::detail {
 
@@ -36,6 +37,9 @@ node_id size_of(const node_runtime& n) noexcept;
 /// Counts the message for quiescence unless it carries flag_system.
 /// Messages posted by one thread to one node start in posting order.
 void post(node_runtime& from, message_ptr m);
+
+/// Fault injection for tests: ships raw bytes as if they were a message to `dest`.
+void send_raw_for_testing(node_id dest, std::vector<std::byte> bytes);
 
 /// Thrown by deserialization when a payload is truncated or malformed.
 class deserialization_error : public error {

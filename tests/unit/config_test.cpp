@@ -1,0 +1,77 @@
+#include <roam/core/config.hpp>
+#include <roam/core/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct argv_builder {
+  explicit argv_builder(std::vector<std::string> w) : words(std::move(w)) {}
+  std::vector<std::string> words;
+  std::vector<char*> pointers;
+  int argc = 0;
+  char** build() {
+    pointers.clear();
+    for (auto& w : words) pointers.push_back(w.data());
+    pointers.push_back(nullptr);
+    argc = static_cast<int>(words.size());
+    return pointers.data();
+  }
+};
+
+}  // namespace
+
+TEST(Config, FlagsOverrideEnvironmentAndAreRemovedFromArgv) {
+  setenv("ROAM_THREADS", "3", 1);
+  setenv("ROAM_NODES", "2", 1);
+  argv_builder a(
+      {"prog", "--roam-threads", "5", "input.txt", "--roam-pin", "-v", "--roam-comm-thread=off"});
+  char** argv = a.build();
+  roam::config c = roam::config::from_args(a.argc, argv);
+  EXPECT_EQ(c.threads, 5u);
+  EXPECT_EQ(c.nodes, 2u);
+  EXPECT_TRUE(c.pin);
+  EXPECT_FALSE(c.comm_thread);
+  ASSERT_EQ(a.argc, 3);
+  EXPECT_STREQ(argv[1], "input.txt");
+  EXPECT_STREQ(argv[2], "-v");
+  EXPECT_EQ(argv[3], nullptr);
+  unsetenv("ROAM_THREADS");
+  unsetenv("ROAM_NODES");
+}
+
+TEST(Config, InvalidValuesAreRejectedWithTheirName) {
+  auto expect_error = [](std::vector<std::string> words, const std::string& fragment) {
+    argv_builder a(std::move(words));
+    char** argv = a.build();
+    try {
+      roam::config::from_args(a.argc, argv);
+      ADD_FAILURE() << "accepted: " << fragment;
+    } catch (const roam::config_error& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  expect_error({"p", "--roam-nodes", "0"}, "--roam-nodes");
+  expect_error({"p", "--roam-nodes=70000"}, "[1, 4096]");
+  expect_error({"p", "--roam-threads", "-1"}, "--roam-threads");
+  expect_error({"p", "--roam-transport", "tcp"}, "expected auto, inproc or mpi");
+  expect_error({"p", "--roam-comm-thread=maybe"}, "expected on|off");
+  expect_error({"p", "--roam-inline-bytes"}, "needs a value");
+  expect_error({"p", "--roam-nope"}, "unknown flag");
+  setenv("ROAM_SPIN_US", "soon", 1);
+  expect_error({"p"}, "environment variable ROAM_SPIN_US");
+  unsetenv("ROAM_SPIN_US");
+}
+
+TEST(Config, HelpListsEveryFlagAndVariable) {
+  std::string help = roam::config::help_text();
+  for (const char* name :
+       {"--roam-transport", "ROAM_TRANSPORT", "--roam-nodes", "ROAM_NODES", "--roam-threads",
+        "ROAM_THREADS", "--roam-comm-thread", "ROAM_COMM_THREAD", "--roam-inline-bytes",
+        "--roam-pin", "--roam-spin-us", "--roam-poll-us", "--roam-lend-app-thread"})
+    EXPECT_NE(help.find(name), std::string::npos) << name;
+}

@@ -1,0 +1,83 @@
+// Injects one fault, chosen by argv[1], into a 2-node job. Every fault must stop the whole
+// job with a non-zero status and a message naming the cause (checked by
+// tests/expect_fatal.cmake); none may hang.
+#include <roam/core/detail/function_table.hpp>
+#include <roam/roam.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+void throwing_handler(int) { throw std::runtime_error("boom from the handler"); }
+void takes_string(std::string s) { std::printf("got %zu bytes\n", s.size()); }
+
+std::vector<std::byte> wire_bytes(const roam::detail::message_header& h, const void* payload,
+                                  std::size_t size) {
+  std::vector<std::byte> bytes(sizeof h + size);
+  std::memcpy(bytes.data(), &h, sizeof h);
+  if (size) std::memcpy(bytes.data() + sizeof h, payload, size);
+  return bytes;
+}
+
+roam::detail::message_header header_for(std::uint32_t handler, std::uint64_t payload) {
+  roam::detail::message_header h;
+  h.handler = handler;
+  h.source = 0;
+  h.dest = 1;
+  h.payload_size = payload;
+  h.function = roam::detail::encode_function(reinterpret_cast<const void*>(&takes_string));
+  roam::detail::seal(h);
+  return h;
+}
+
+std::uint32_t id_of_string_handler() {
+  using entry = roam::detail::am_handler<void (*)(std::string)>;
+  (void)entry::registered;
+  return roam::detail::id_of(entry::entry);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode = argc > 1 ? argv[1] : "";
+  return roam::run(argc, argv, [&mode] {
+    // Keep takes_string registered in every mode so that the handler tables agree.
+    (void)roam::detail::am_handler<void (*)(std::string)>::registered;
+    if (roam::this_node() == 0) {
+      if (mode == "send-throws") {
+        roam::send(1, throwing_handler, 1);
+      } else if (mode == "bad-node") {
+        roam::send(99, takes_string, std::string("x"));
+      } else if (mode == "unknown-handler") {
+        auto h = header_for(999999, 0);
+        roam::detail::send_raw_for_testing(1, wire_bytes(h, nullptr, 0));
+      } else if (mode == "truncated") {
+        auto h = header_for(id_of_string_handler(), 100);
+        char payload[10] = {};
+        roam::detail::send_raw_for_testing(1, wire_bytes(h, payload, sizeof payload));
+      } else if (mode == "corrupt-header") {
+        auto h = header_for(id_of_string_handler(), 0);
+        h.handler ^= 0x40;  // one flipped bit after sealing
+        roam::detail::send_raw_for_testing(1, wire_bytes(h, nullptr, 0));
+      } else if (mode == "corrupt-payload") {
+        // A string whose size tag claims far more bytes than the payload holds.
+        std::uint64_t size_tag = 1ull << 40;
+        auto h = header_for(id_of_string_handler(), sizeof size_tag);
+        roam::detail::send_raw_for_testing(1, wire_bytes(h, &size_tag, sizeof size_tag));
+      } else if (mode == "trailing-bytes") {
+        std::uint64_t payload[2] = {0, 0};  // an empty string plus 8 bytes nobody reads
+        auto h = header_for(id_of_string_handler(), sizeof payload);
+        roam::detail::send_raw_for_testing(1, wire_bytes(h, payload, sizeof payload));
+      } else if (mode == "body-throws") {
+        throw std::logic_error("the application gave up");
+      } else if (mode != "none") {
+        std::fprintf(stderr, "unknown mode '%s'\n", mode.c_str());
+      }
+    }
+    roam::barrier();
+  });
+}

@@ -1,0 +1,112 @@
+#include <roam/am/serialization.hpp>
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <variant>
+#include <vector>
+
+namespace {
+
+using roam::detail::message;
+using roam::detail::message_ptr;
+using roam::detail::message_reader;
+using roam::detail::message_writer;
+
+struct plain {
+  int a;
+  double b;
+  char c[3];
+};
+
+struct tree_node {
+  std::string label;
+  std::vector<tree_node> children;
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(label, children);
+  }
+  bool operator==(const tree_node&) const = default;
+};
+
+template <class T>
+T round_trip(const T& value, std::size_t* bytes = nullptr) {
+  message_ptr m = message::allocate(0);
+  message_writer w(m);
+  roam::detail::write_value(w, value);
+  w.finish();
+  if (bytes) *bytes = m->header.payload_size;
+  message_reader r(m->payload(), m->header.payload_size);
+  T out{};
+  roam::detail::read_value(r, out);
+  r.expect_end();
+  return out;
+}
+
+}  // namespace
+
+TEST(Serialization, TriviallyCopyableTypesGoByMemcpy) {
+  static_assert(roam::detail::is_bitwise_serializable<plain>);
+  static_assert(roam::detail::is_bitwise_serializable<int>);
+  static_assert(!roam::detail::is_bitwise_serializable<std::string>);
+  static_assert(!roam::detail::is_serializable<int*>);
+  std::size_t bytes = 0;
+  plain p = round_trip(plain{7, 2.5, {'x', 'y', 'z'}}, &bytes);
+  EXPECT_EQ(bytes, sizeof(plain));
+  EXPECT_EQ(p.a, 7);
+  EXPECT_EQ(p.b, 2.5);
+  EXPECT_EQ(p.c[2], 'z');
+}
+
+TEST(Serialization, StandardAndUserTypesRoundTrip) {
+  EXPECT_EQ(round_trip(std::string("hello")), "hello");
+  EXPECT_EQ(round_trip(std::vector<std::vector<int>>{{1}, {2, 3}, {}}),
+            (std::vector<std::vector<int>>{{1}, {2, 3}, {}}));
+  std::map<std::string, std::optional<double>> m{{"a", 1.0}, {"b", std::nullopt}};
+  EXPECT_EQ(round_trip(m), m);
+  auto t = std::make_tuple(1, std::string("two"), 3.0);
+  EXPECT_EQ(round_trip(t), t);
+  std::variant<int, std::string> v = std::string("alt");
+  EXPECT_EQ(round_trip(v), v);
+  tree_node tree{"root", {{"a", {}}, {"b", {{"c", {}}}}}};
+  EXPECT_EQ(round_trip(tree), tree);
+}
+
+TEST(Serialization, LargeValuesGrowTheMessageBlock) {
+  std::vector<double> big(100000);
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<double>(i) * 0.25;
+  std::size_t bytes = 0;
+  EXPECT_EQ(round_trip(big, &bytes), big);
+  EXPECT_EQ(bytes, sizeof(std::uint64_t) + big.size() * sizeof(double));
+}
+
+TEST(Serialization, TruncatedAndCorruptInputThrows) {
+  message_ptr m = message::allocate(0);
+  message_writer w(m);
+  roam::detail::write_value(w, std::string("a long enough string"));
+  w.finish();
+  // Truncated: one byte short.
+  {
+    message_reader r(m->payload(), m->header.payload_size - 1);
+    std::string out;
+    EXPECT_THROW(roam::detail::read_value(r, out), roam::detail::deserialization_error);
+  }
+  // Corrupt size tag: far larger than the payload.
+  {
+    std::uint64_t huge = 1ull << 50;
+    std::memcpy(m->payload(), &huge, sizeof huge);
+    message_reader r(m->payload(), m->header.payload_size);
+    std::string out;
+    EXPECT_THROW(roam::detail::read_value(r, out), roam::detail::deserialization_error);
+  }
+  // Leftover bytes are an error too.
+  {
+    message_reader r(m->payload(), m->header.payload_size);
+    int first = 0;
+    roam::detail::read_value(r, first);
+    EXPECT_THROW(r.expect_end(), roam::detail::deserialization_error);
+  }
+}
