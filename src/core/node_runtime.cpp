@@ -256,24 +256,34 @@ void wait(waitable& w) {
   const int self = current_worker();
   // Workers always run work while waiting; application threads unless told not to.
   const bool run_work = self >= 0 || n->process().settings().lend_app_thread;
-  auto idle_since = std::chrono::steady_clock::now();
   unsigned rounds = 0;
+  auto since = std::chrono::steady_clock::now();
+  s.begin_spin();
   while (!w.ready()) {
-    if ((run_work && s.run_one(self)) || s.progress()) {
+    if (run_work) {
+      if (work_item* item = s.find_work(self)) {
+        s.end_spin();
+        item->execute(item);
+        s.begin_spin();
+        rounds = 0;
+        continue;
+      }
+    }
+    if (s.progress()) {
       rounds = 0;
       continue;
     }
-    if (rounds == 0) idle_since = std::chrono::steady_clock::now();
-    unsigned spins = 1u << (rounds < 8 ? rounds : 8);
-    for (unsigned i = 0; i < spins; ++i) cpu_relax();
-    if (rounds >= 8) std::this_thread::yield();
-    ++rounds;
-    if (std::chrono::steady_clock::now() - idle_since < s.spin_budget()) continue;
+    if (rounds == 0) since = std::chrono::steady_clock::now();
+    back_off(rounds++);
+    if (std::chrono::steady_clock::now() - since < s.spin_budget()) continue;
+    s.end_spin();
     std::uint64_t epoch = s.waiter_epoch();
-    if (w.ready()) break;
-    s.park_waiter(epoch, s.has_progress() ? s.poll_interval() : std::chrono::milliseconds(1));
+    if (!w.ready())
+      s.park_waiter(epoch, s.has_progress() ? s.poll_interval() : std::chrono::milliseconds(1));
+    s.begin_spin();
     rounds = 0;
   }
+  s.end_spin();
   w.waiters_.fetch_sub(1);
 }
 

@@ -72,6 +72,15 @@ void scheduler::push(work_item* w) noexcept {
     wake_one_worker();
 }
 
+void back_off(unsigned rounds) noexcept {
+  // Exponential back-off capped at 16 pauses (under a microsecond, so a reply is noticed
+  // quickly); after 64 rounds, yield the core each round so an oversubscribed machine runs
+  // the threads that have work.
+  const unsigned spins = 1u << (rounds < 4 ? rounds : 4);
+  for (unsigned i = 0; i < spins; ++i) cpu_relax();
+  if (rounds >= 64) std::this_thread::yield();
+}
+
 work_item* scheduler::find_work(int self) noexcept {
   if (self >= 0)
     if (work_item* w = queues_[self]->queue.pop()) return w;
@@ -110,71 +119,93 @@ void scheduler::wake_one_worker() noexcept {
   }
 }
 
-void scheduler::park_worker() {
+bool scheduler::park_worker() {
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
   if (has_queued_work() || stopping_.load()) {
     sleepers_.fetch_sub(1);
-    return;
+    return true;
   }
+  bool woken = true;
   {
     std::unique_lock lock(park_lock_);
     if (wake_tokens_ == 0 && !stopping_.load()) {
-      if (progress_)  // someone must keep polling the network, slowly
-        park_cv_.wait_for(lock, opt_.poll);
-      else
+      if (progress_) {
+        // Someone must keep polling the network, slowly; less often while another thread
+        // of the node spins (and polls) already.
+        auto interval = searching_.load() > 0 ? 10 * opt_.poll : opt_.poll;
+        woken = park_cv_.wait_for(lock, interval,
+                                  [this] { return wake_tokens_ > 0 || stopping_.load(); });
+      } else
         park_cv_.wait(lock, [this] { return wake_tokens_ > 0 || stopping_.load(); });
     }
     if (wake_tokens_ > 0) --wake_tokens_;
   }
   sleepers_.fetch_sub(1);
+  return woken;
+}
+
+void scheduler::begin_spin() noexcept { searching_.fetch_add(1, std::memory_order_seq_cst); }
+
+void scheduler::end_spin() noexcept {
+  // The last spinner to stop (because it found work) wakes a sleeper if work remains, so
+  // load spreads over the workers without waking a thread for every message.
+  if (searching_.fetch_sub(1, std::memory_order_seq_cst) == 1 && sleepers_.load() > 0 &&
+      has_queued_work())
+    wake_one_worker();
 }
 
 void scheduler::worker_main(unsigned index) {
-  tl_worker = static_cast<int>(index);
+  const int self = static_cast<int>(index);
+  tl_worker = self;
   tl_random = 0x9e3779b9u * (index + 1) + 0x7f4a7c15u * (id_of(node_) + 1);
   bind_thread_to_node(&node_);
   if (opt_.pin) pin_current_thread(opt_.pin_offset + index);
 
+  // Idle policy: at most one worker of the node spins (searching for work, polling the
+  // network); the others park. A thread waiting on a future also spins and has priority:
+  // it is the one that wants low latency, so a spinning worker yields to it and parks.
+  // A worker woken only by the poll timer looks once and sleeps again, so an idle node
+  // costs a poll per interval, not a spin.
   bool searching = false;
-  unsigned idle_rounds = 0;
-  auto idle_since = std::chrono::steady_clock::now();
-  auto stop_searching = [&] {
-    if (!searching) return;
-    searching = false;
-    // The last searcher to find work wakes a sleeper if work remains, so load spreads
-    // without waking a thread for every message.
-    if (searching_.fetch_sub(1) == 1 && sleepers_.load() > 0 && has_queued_work())
-      wake_one_worker();
-  };
-
+  bool glance = false;
+  unsigned rounds = 0;
+  auto since = std::chrono::steady_clock::now();
   while (!stopping_.load(std::memory_order_relaxed)) {
-    if (work_item* w = find_work(static_cast<int>(index))) {
-      stop_searching();
-      idle_rounds = 0;
+    if (work_item* w = find_work(self)) {
+      if (searching) end_spin();
+      searching = glance = false;
+      rounds = 0;
       w->execute(w);
       continue;
     }
     if (progress_ && progress_()) {
-      idle_rounds = 0;
+      glance = false;
+      rounds = 0;
+      continue;
+    }
+    if (glance) {
+      glance = !park_worker();
       continue;
     }
     if (!searching) {
+      int none = 0;
+      if (!searching_.compare_exchange_strong(none, 1, std::memory_order_seq_cst)) {
+        glance = !park_worker();
+        continue;
+      }
       searching = true;
-      searching_.fetch_add(1);
-      idle_since = std::chrono::steady_clock::now();
+      rounds = 0;
+      since = std::chrono::steady_clock::now();
+    } else if (searching_.load(std::memory_order_relaxed) > 1 ||
+               std::chrono::steady_clock::now() - since > opt_.spin) {
+      end_spin();
+      searching = false;
+      glance = !park_worker();
+      continue;
     }
-    // Capped exponential back-off; yield once the spins grow long.
-    unsigned spins = 1u << (idle_rounds < 8 ? idle_rounds : 8);
-    for (unsigned i = 0; i < spins; ++i) cpu_relax();
-    if (idle_rounds >= 8) std::this_thread::yield();
-    ++idle_rounds;
-    if (std::chrono::steady_clock::now() - idle_since > opt_.spin) {
-      stop_searching();
-      park_worker();
-      idle_rounds = 0;
-    }
+    back_off(rounds++);
   }
-  stop_searching();
+  if (searching) end_spin();
   bind_thread_to_node(nullptr);
 }
 

@@ -47,6 +47,12 @@ class scheduler {
   /// Runs one queued item if there is one; the caller is worker `self` or a non-worker
   /// (-1). Returns false when nothing could be found.
   bool run_one(int self);
+  /// Takes one queued item (own queue, injection queue, then a random victim).
+  work_item* find_work(int self) noexcept;
+  /// A waiting thread announces that it spins looking for work (begin) and stops (end).
+  /// Workers do not spin while a waiter does.
+  void begin_spin() noexcept;
+  void end_spin() noexcept;
   /// Tries one unit of network progress (no-op without a progress function).
   bool progress() { return progress_ ? progress_() : false; }
   bool has_progress() const noexcept { return static_cast<bool>(progress_); }
@@ -64,10 +70,10 @@ class scheduler {
   struct alignas(64) padded_queue {
     work_queue queue;
   };
-  work_item* find_work(int self) noexcept;
   bool has_queued_work() const noexcept;
   void worker_main(unsigned index);
-  void park_worker();
+  /// Returns false if it woke only because the poll interval passed.
+  bool park_worker();
   void wake_one_worker() noexcept;
   void pin_current_thread(unsigned core);
 
@@ -90,6 +96,9 @@ class scheduler {
   std::mutex waiter_lock_;
   std::condition_variable waiter_cv_;
 };
+
+/// Capped exponential back-off step of an idle thread.
+void back_off(unsigned rounds) noexcept;
 
 /// The calling thread's worker index on its node, or -1 when it is not a worker.
 int current_worker() noexcept;

@@ -89,6 +89,53 @@ struct thread_cache {
 };
 thread_local thread_cache cache;
 
+// Large blocks, by power-of-two class, kept after use: allocating megabytes afresh for
+// every large message costs page faults and zeroing that dwarf the copy itself.
+class large_block_cache {
+ public:
+  static constexpr int min_class = 11, max_class = 27;  // 2 KiB .. 128 MiB
+  static constexpr std::size_t max_cached_bytes = std::size_t{256} << 20;
+
+  static int class_of(std::size_t bytes) noexcept {
+    int c = min_class;
+    while ((std::size_t{1} << c) < bytes) ++c;
+    return c;
+  }
+  void* get(int c) {
+    {
+      std::lock_guard guard(lock_);
+      auto& list = free_[c - min_class];
+      if (!list.empty()) {
+        void* p = list.back();
+        list.pop_back();
+        cached_ -= std::size_t{1} << c;
+        return p;
+      }
+    }
+    return ::operator new (std::size_t{1} << c);
+  }
+  void put(void* p, int c) {
+    {
+      std::lock_guard guard(lock_);
+      if (cached_ + (std::size_t{1} << c) <= max_cached_bytes) {
+        free_[c - min_class].push_back(p);
+        cached_ += std::size_t{1} << c;
+        return;
+      }
+    }
+    ::operator delete(p);
+  }
+
+ private:
+  std::mutex lock_;
+  std::vector<void*> free_[max_class - min_class + 1];
+  std::size_t cached_ = 0;
+};
+large_block_cache& large_blocks() {
+  static large_block_cache* cache = new large_block_cache;  // never destroyed: late frees
+  return *cache;
+}
+
 }  // namespace
 
 message_ptr message::allocate(std::size_t payload_capacity) {
@@ -97,7 +144,14 @@ message_ptr message::allocate(std::size_t payload_capacity) {
   if (payload_capacity > std::numeric_limits<std::uint32_t>::max() - sizeof(message))
     throw std::length_error("roam: message payload of " + std::to_string(payload_capacity) +
                             " bytes exceeds the 4 GiB limit");
-  void* p = ::operator new(sizeof(message) + payload_capacity);
+  const std::size_t bytes = sizeof(message) + payload_capacity;
+  const int c = large_block_cache::class_of(bytes);
+  if (c <= large_block_cache::max_class) {
+    void* p = large_blocks().get(c);
+    return message_ptr(new (p) message(
+        static_cast<std::uint32_t>((std::size_t{1} << c) - sizeof(message)), false));
+  }
+  void* p = ::operator new(bytes);
   return message_ptr(new (p) message(static_cast<std::uint32_t>(payload_capacity), false));
 }
 
@@ -112,9 +166,15 @@ void message::reserve(message_ptr& m, std::size_t payload_capacity, std::size_t 
 
 void message_deleter::operator()(message* m) const noexcept {
   const bool pooled = m->pooled_;
+  const std::size_t bytes = sizeof(message) + m->capacity_;
   m->~message();
-  if (pooled)
+  if (pooled) {
     cache.put(m);
+    return;
+  }
+  const int c = large_block_cache::class_of(bytes);
+  if (c <= large_block_cache::max_class && (std::size_t{1} << c) == bytes)
+    large_blocks().put(m, c);
   else
     ::operator delete(m);
 }

@@ -86,6 +86,17 @@ class mpi_transport final : public transport {
     if (m->header.payload_size > static_cast<std::uint64_t>(INT_MAX))
       fatal("a message of " + std::to_string(m->header.payload_size) +
             " payload bytes exceeds the mpi transport's 2 GiB limit per message");
+    if (direct_sends_ && !queued_.load(std::memory_order_acquire) && try_lock_progress()) {
+      // Fast path: nobody drives MPI and nothing is queued before us, so starting the send
+      // here keeps FIFO order and skips the queue.
+      if (!queued_.load(std::memory_order_acquire)) {
+        start_send(m.release());
+        complete_sends();
+        unlock_progress();
+        return;
+      }
+      unlock_progress();
+    }
     {
       std::lock_guard guard(out_lock_);
       outgoing_.push_back(m.release());
@@ -113,25 +124,30 @@ class mpi_transport final : public transport {
   }
 
   bool progress() override {
-    std::unique_lock lock(progress_lock_, std::try_to_lock);
-    if (!lock.owns_lock()) return false;
+    if (!try_lock_progress()) return false;
     bool did = start_sends();
     did |= complete_sends();
     did |= receive();
     did |= complete_receives();
+    // Transfers in flight count as work: MPI moves large messages in steps that each need
+    // a progress call, so a poller must not back off while any is under way.
+    did |= live_sends_ > 0 || !waiting_sources_.empty();
+    unlock_progress();
     return did;
   }
 
   void drain() override {
     for (;;) {
       progress();
-      std::lock_guard guard(progress_lock_);
+      while (!try_lock_progress()) std::this_thread::yield();
       bool empty;
       {
         std::lock_guard out(out_lock_);
         empty = outgoing_.empty() && raw_outgoing_.empty();
       }
-      if (empty && live_sends_ == 0) return;
+      const bool done = empty && live_sends_ == 0;
+      unlock_progress();
+      if (done) return;
     }
   }
 
@@ -183,6 +199,26 @@ class mpi_transport final : public transport {
     }
     slots_.push_back(send_slot{m, remaining, std::move(raw)});
     return slots_.size() - 1;
+  }
+
+  // The progress lock: whoever holds it drives MPI. A flag rather than a mutex because it
+  // is tried on every idle spin of every waiting thread.
+  bool try_lock_progress() noexcept {
+    return !progress_busy_.load(std::memory_order_relaxed) &&
+           !progress_busy_.exchange(true, std::memory_order_acquire);
+  }
+  void unlock_progress() noexcept { progress_busy_.store(false, std::memory_order_release); }
+
+  void start_send(message* m) {
+    const int dest = static_cast<int>(m->header.dest);
+    if (m->header.payload_size <= inline_) {
+      post_isend(m->wire_data(), static_cast<int>(m->wire_size()), dest, tag_header,
+                 new_slot(m, 1));
+    } else {
+      std::size_t s = new_slot(m, 2);
+      post_isend(m->wire_data(), sizeof(message_header), dest, tag_header, s);
+      post_isend(m->payload(), static_cast<int>(m->header.payload_size), dest, tag_data, s);
+    }
   }
 
   bool start_sends() {
@@ -334,7 +370,7 @@ class mpi_transport final : public transport {
   std::vector<message*> outgoing_, batch_;
   std::vector<std::pair<int, std::vector<std::byte>>> raw_outgoing_, raw_batch_;
 
-  std::mutex progress_lock_;  // held by whoever drives MPI; everything below is under it
+  std::atomic<bool> progress_busy_{false};  // whoever holds it drives MPI; guards all below
   std::vector<MPI_Request> send_requests_;
   std::vector<std::size_t> request_slot_;
   std::vector<int> indices_;

@@ -1,0 +1,143 @@
+// One-way latency, 8 B .. 4 MB: roam send round trips versus raw MPI Send/Recv between
+// 2 ranks in the same program run, plus roam between 2 virtual nodes of the inproc
+// transport. Run with `./run bench pingpong [--json]` (it starts 2 ranks itself).
+#include "bench_report.hpp"
+
+#include <roam/roam.hpp>
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+std::vector<std::size_t> sizes = {8, 64, 512, 4096, 32768, 65536, 262144, 1048576, 4194304};
+
+int iterations(std::size_t size) {
+  if (size <= 4096) return 20000;
+  if (size <= 65536) return 4000;
+  if (size <= 1048576) return 400;
+  return 100;
+}
+
+double mpi_one_way_us(std::size_t size, int rank) {
+  std::vector<std::uint8_t> buf(size, 1);
+  const int count = static_cast<int>(size), peer = 1 - rank, iters = iterations(size);
+  for (int warm = 0; warm < 2; ++warm) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    auto start = clock_type::now();
+    for (int i = 0; i < (warm ? iters : iters / 10); ++i) {
+      if (rank == 0) {
+        MPI_Send(buf.data(), count, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+        MPI_Recv(buf.data(), count, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      } else {
+        MPI_Recv(buf.data(), count, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(buf.data(), count, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
+      }
+    }
+    if (warm)
+      return std::chrono::duration<double, std::micro>(clock_type::now() - start).count() / iters /
+             2;
+  }
+  return 0;
+}
+
+// roam: node 0 sends `ping` with the payload; node 1's handler sends it back with `pong`;
+// node 0's pong handler fulfils the promise node 0's application thread waits on.
+roam::promise<void>* round_trip_done = nullptr;
+void pong(std::vector<std::uint8_t>) { round_trip_done->set_value(); }
+void ping(std::vector<std::uint8_t> payload) { roam::send(0, pong, std::move(payload)); }
+
+std::vector<double> roam_one_way_us(roam::config cfg) {
+  std::vector<double> result;
+  roam::run(cfg, [&result] {
+    if (roam::this_node() != 0) return;
+    for (std::size_t size : sizes) {
+      std::vector<std::uint8_t> payload(size, 1);
+      const int iters = iterations(size);
+      auto trip = [&payload] {
+        roam::promise<void> done;
+        round_trip_done = &done;
+        roam::send(1, ping, payload);
+        done.get_future().get();
+      };
+      for (int i = 0; i < iters / 10; ++i) trip();
+      auto start = clock_type::now();
+      for (int i = 0; i < iters; ++i) trip();
+      result.push_back(
+          std::chrono::duration<double, std::micro>(clock_type::now() - start).count() / iters / 2);
+    }
+  });
+  return result;
+}
+
+// A barrier that sleeps instead of polling, so a waiting rank leaves the cores to the
+// measurement (Open MPI's MPI_Barrier spins).
+void sleepy_barrier() {
+  MPI_Request r;
+  MPI_Ibarrier(MPI_COMM_WORLD, &r);
+  for (int done = 0; !done;) {
+    MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool json = roam_bench::wants_json(argc, argv);
+  const auto max_bytes =
+      static_cast<std::size_t>(roam_bench::option(argc, argv, "--max-bytes", 4194304));
+  const auto min_bytes = static_cast<std::size_t>(roam_bench::option(argc, argv, "--min-bytes", 0));
+  std::erase_if(sizes, [=](std::size_t s) { return s > max_bytes || s < min_bytes; });
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+  int rank = 0, ranks = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  if (ranks != 2) {
+    if (rank == 0) std::fprintf(stderr, "pingpong needs exactly 2 ranks (mpiexec -n 2)\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+
+  std::vector<double> mpi_us;
+  for (std::size_t size : sizes) mpi_us.push_back(mpi_one_way_us(size, rank));
+
+  roam::config cfg = roam::config::from_environment();
+  cfg.transport = roam::transport_kind::mpi;
+  cfg.threads = 1;  // one worker per rank: the application thread waits and polls too
+  std::vector<double> roam_us = roam_one_way_us(cfg);
+
+  // The same between 2 virtual nodes of one process (rank 0 only; rank 1 waits).
+  std::vector<double> inproc_us;
+  if (rank == 0) {
+    roam::config local = cfg;
+    local.transport = roam::transport_kind::inproc;
+    local.nodes = 2;
+    inproc_us = roam_one_way_us(local);
+  }
+  sleepy_barrier();
+
+  if (rank == 0) {
+    std::vector<double> ratio;
+    std::printf("%10s %12s %12s %8s %12s\n", "bytes", "roam_us", "mpi_us", "ratio", "inproc_us");
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      ratio.push_back(roam_us[i] / mpi_us[i]);
+      std::printf("%10zu %12.3f %12.3f %8.3f %12.3f\n", sizes[i], roam_us[i], mpi_us[i], ratio[i],
+                  inproc_us[i]);
+    }
+    if (json)
+      std::printf(
+          "{\"bench\":\"pingpong\",\"sizes\":%s,\"roam_us\":%s,\"mpi_us\":%s,\"ratio\":%s,\"inproc_"
+          "us\":%s}\n",
+          roam_bench::array(sizes).c_str(), roam_bench::array(roam_us).c_str(),
+          roam_bench::array(mpi_us).c_str(), roam_bench::array(ratio).c_str(),
+          roam_bench::array(inproc_us).c_str());
+  }
+  MPI_Finalize();
+  return 0;
+}
