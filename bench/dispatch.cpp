@@ -1,1 +1,56 @@
+// Empty local handlers per second on 1 and 2 workers of one node (inproc transport).
+// Each worker starts with a seed handler that sends a batch of empty handlers to its own
+// node; the workers run them (stealing as they please) until all are done.
+//   ./run bench dispatch [--json] [--handlers N]
+#include "bench_report.hpp"
 
+#include <roam/roam.hpp>
+
+#include <chrono>
+#include <cstdio>
+
+namespace {
+
+void empty_handler() {}
+
+void seed(long count) {
+  for (long i = 0; i < count; ++i) roam::send(roam::this_node(), empty_handler);
+}
+
+double handlers_per_second(unsigned workers, long handlers) {
+  roam::config cfg;
+  cfg.transport = roam::transport_kind::inproc;
+  cfg.nodes = 1;
+  cfg.threads = workers;
+  cfg.lend_app_thread = false;  // only the workers run handlers
+  double rate = 0;
+  roam::run(cfg, [&] {
+    for (int round = 0; round < 2; ++round) {  // the first round warms pools and caches
+      auto start = std::chrono::steady_clock::now();
+      for (unsigned w = 0; w < workers; ++w) roam::send(0, seed, handlers / workers);
+      roam::wait_quiescence();
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      rate = static_cast<double>(handlers / workers * workers + workers) / seconds;
+    }
+  });
+  return rate;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool json = roam_bench::wants_json(argc, argv);
+  const long handlers = roam_bench::option(argc, argv, "--handlers", 4000000);
+  std::vector<unsigned> workers = {1, 2};
+  std::vector<double> rates;
+  std::printf("%8s %18s %14s\n", "workers", "handlers_per_s", "ns_per_handler");
+  for (unsigned w : workers) {
+    rates.push_back(handlers_per_second(w, handlers));
+    std::printf("%8u %18.0f %14.1f\n", w, rates.back(), 1e9 / rates.back());
+  }
+  if (json)
+    std::printf("{\"bench\":\"dispatch\",\"workers\":%s,\"handlers_per_s\":%s}\n",
+                roam_bench::array(workers).c_str(), roam_bench::array(rates).c_str());
+  return 0;
+}

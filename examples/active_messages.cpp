@@ -8,6 +8,7 @@
 // for it with wait_quiescence, then every node joins collectives.
 #include <roam/roam.hpp>
 
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <random>
@@ -15,7 +16,8 @@
 
 namespace {
 
-std::atomic<long> tree_messages{0};
+// Per node: in one process the virtual nodes share globals, so index by node.
+std::array<std::atomic<long>, 4096> tree_messages{};
 
 // A free function handler: passes the token on until it has gone round `laps` times.
 void ring_hop(int hops_left, std::string trail) {
@@ -31,7 +33,7 @@ void ring_hop(int hops_left, std::string trail) {
 // A handler that spawns a random number of children on random nodes.
 struct grow_tree {
   void operator()(int depth, unsigned seed) const {
-    tree_messages.fetch_add(1);
+    tree_messages[roam::this_node()].fetch_add(1);
     std::mt19937 rng(seed);
     if (depth == 0) return;
     int children = static_cast<int>(rng() % 4);
@@ -62,11 +64,11 @@ int main(int argc, char** argv) {
             static_cast<int>(d) + 2));
       for (auto& a : answers) std::printf("%s\n", a.get().c_str());
 
-      roam::send(0, grow_tree{}, 12, 42u);
+      for (unsigned root = 0; root < 16; ++root) roam::send(root % n, grow_tree{}, 12, 42u + root);
       roam::wait_quiescence();
     }
     roam::barrier();
-    long total = roam::allreduce(tree_messages.load(), [](long a, long b) { return a + b; });
+    long total = roam::allreduce(tree_messages[me].load(), [](long a, long b) { return a + b; });
     auto names = roam::allgather(std::string("n") + std::to_string(me));
     if (me == 0) {
       std::printf("random tree: %ld messages handled across all nodes (counted after quiescence)\n",

@@ -85,7 +85,9 @@ const std::vector<setting>& settings() {
          c.spin_us = parse_count(v, o, 0, 1000000);
        }},
       {"poll-us", "ROAM_POLL_US", "1..1000000",
-       "longest sleep of an idle thread that must poll the network (default 100)", false,
+       "network poll interval of parked threads, x10 while another thread of the node spins "
+       "(default 100)",
+       false,
        [](config& c, std::string_view v, const std::string& o) {
          c.poll_us = parse_count(v, o, 1, 1000000);
        }},

@@ -75,8 +75,9 @@ std::string module_fingerprint() {
   load_module_table();
   std::ostringstream os;
   const auto& mods = table().modules;
-  // Names of the vdso and of the executable differ harmlessly between launches; the
-  // executable's code size and the shared objects' names must match.
+  // The executable's and the vdso's names differ harmlessly between launches, so they are
+  // not compared; every other module's name and every module's code size must match
+  // (the vdso's size is the kernel's business and is not compared either).
   for (std::size_t i = 0; i < mods.size(); ++i) {
     std::uintptr_t size = 0;
     for (auto [b, e] : mods[i].code) size += e - b;

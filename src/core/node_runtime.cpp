@@ -14,6 +14,7 @@ namespace roam::detail {
 namespace {
 
 thread_local node_runtime* tl_node = nullptr;
+thread_local int tl_handler_depth = 0;  // handlers running on this thread (nested waits)
 
 std::string demangle(const char* name) {
   int status = 0;
@@ -116,9 +117,14 @@ node_runtime::node_runtime(process_runtime& process, node_id id, scheduler::opti
 
 node_id node_runtime::size() const noexcept { return process_.size(); }
 
-void node_runtime::accept(message_ptr m) noexcept {
+void node_runtime::accept_local(message_ptr m) noexcept {
   m->execute = &node_runtime::execute;
   scheduler_.push(m.release());
+}
+
+void node_runtime::accept_arrival(message_ptr m) noexcept {
+  m->execute = &node_runtime::execute;
+  scheduler_.push_arrival(m.release());
 }
 
 void node_runtime::execute(work_item* w) {
@@ -130,7 +136,12 @@ void node_runtime::execute(work_item* w) {
     fatal("unknown handler id " + std::to_string(h.handler) + " in a message from node " +
           std::to_string(h.source) + " to node " + std::to_string(h.dest) + " (this binary has " +
           std::to_string(handler_registry::size()) + " handlers)");
+  struct depth_guard {
+    depth_guard() noexcept { ++tl_handler_depth; }
+    ~depth_guard() { --tl_handler_depth; }
+  };
   try {
+    depth_guard inside;
     e->invoke(self, *m);
   } catch (const deserialization_error& ex) {
     fatal("malformed payload for " + describe(h) + " (" + std::to_string(h.payload_size) +
@@ -185,7 +196,7 @@ void post(node_runtime& from, message_ptr m) {
   if (!(h.flags & flag_system)) from.sent.fetch_add(1);
   seal(h);
   if (h.dest == from.id()) {
-    from.accept(std::move(m));
+    from.accept_local(std::move(m));
     return;
   }
   from.process().net().send(std::move(m));
@@ -258,13 +269,21 @@ void wait(waitable& w) {
   const bool run_work = self >= 0 || n->process().settings().lend_app_thread;
   unsigned rounds = 0;
   auto since = std::chrono::steady_clock::now();
-  s.begin_spin();
+  // A waiter that runs work counts as the node's spinner (workers then park); one that
+  // runs none must not keep parked workers from being woken.
+  auto begin_spin = [&] {
+    if (run_work) s.begin_spin();
+  };
+  auto end_spin = [&] {
+    if (run_work) s.end_spin();
+  };
+  begin_spin();
   while (!w.ready()) {
     if (run_work) {
       if (work_item* item = s.find_work(self)) {
-        s.end_spin();
+        end_spin();
         item->execute(item);
-        s.begin_spin();
+        begin_spin();
         rounds = 0;
         continue;
       }
@@ -276,20 +295,25 @@ void wait(waitable& w) {
     if (rounds == 0) since = std::chrono::steady_clock::now();
     back_off(rounds++);
     if (std::chrono::steady_clock::now() - since < s.spin_budget()) continue;
-    s.end_spin();
+    end_spin();
     std::uint64_t epoch = s.waiter_epoch();
     if (!w.ready())
       s.park_waiter(epoch, s.has_progress() ? s.poll_interval() : std::chrono::milliseconds(1));
-    s.begin_spin();
+    begin_spin();
     rounds = 0;
   }
-  s.end_spin();
+  end_spin();
   w.waiters_.fetch_sub(1);
 }
 
 // ---- termination detection ----------------------------------------------------------------
 
 void detect_quiescence(node_runtime& n) {
+  if (tl_handler_depth > 0)
+    throw usage_error(
+        "roam: wait_quiescence called from inside a handler: the calling handler is itself "
+        "unfinished work, so quiescence can never be observed; call it from the application "
+        "thread");
   static std::atomic<std::uint64_t> waves{0};
   std::uint64_t previous_sent = ~0ull, previous_handled = ~0ull;
   for (;;) {

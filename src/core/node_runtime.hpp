@@ -27,8 +27,10 @@ class node_runtime {
   process_runtime& process() noexcept { return process_; }
   scheduler& sched() noexcept { return scheduler_; }
 
-  /// Queues a validated message that arrived for this node.
-  void accept(message_ptr m) noexcept;
+  /// Queues a message this node sent to itself.
+  void accept_local(message_ptr m) noexcept;
+  /// Queues a validated message that arrived from another node.
+  void accept_arrival(message_ptr m) noexcept;
   /// Runs the handler of a message (work_item::execute of messages).
   static void execute(work_item* w);
 

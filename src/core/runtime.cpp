@@ -85,7 +85,8 @@ process_runtime::process_runtime(const config& cfg) : config_(cfg) {
   if (transport_->needs_progress() && !cfg.comm_thread)
     progress = [t = transport_.get()] { return t->progress(); };
   for (node_id i = 0; i < transport_->local_count(); ++i) {
-    opt.pin_offset = i * opt.workers;
+    // Consecutive cores per node, nodes of one host side by side.
+    opt.pin_offset = (transport_->index_on_host() * transport_->local_count() + i) * opt.workers;
     nodes_.push_back(
         std::make_unique<node_runtime>(*this, transport_->first_local() + i, opt, progress));
   }
@@ -146,7 +147,7 @@ void process_runtime::deliver(message_ptr m) noexcept {
     fatal(std::string("received a malformed message: ") + problem + " (header claims handler #" +
           std::to_string(h.handler) + ", node " + std::to_string(h.source) + " -> node " +
           std::to_string(h.dest) + ", " + std::to_string(h.payload_size) + " payload bytes)");
-  local(h.dest)->accept(std::move(m));
+  local(h.dest)->accept_arrival(std::move(m));
 }
 
 int run_spmd_config_error(const char* what) {

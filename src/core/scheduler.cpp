@@ -58,12 +58,21 @@ void scheduler::stop() {
   threads_.clear();
 }
 
+void scheduler::push_arrival(work_item* w) noexcept {
+  inject_.queue.push(w);
+  wake_if_nobody_searches();
+}
+
 void scheduler::push(work_item* w) noexcept {
   const int self = (current_node() == &node_) ? tl_worker : -1;
   if (self >= 0)
     queues_[self]->queue.push(w);
   else
     inject_.queue.push(w);
+  wake_if_nobody_searches();
+}
+
+void scheduler::wake_if_nobody_searches() noexcept {
   // Pairs with the seq_cst increment of sleepers_ in park_worker(): either the parker sees
   // the item, or we see the parker.
   std::atomic_thread_fence(std::memory_order_seq_cst);

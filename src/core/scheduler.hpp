@@ -44,6 +44,10 @@ class scheduler {
   /// Queues work from any thread: a worker of this node queues on its own FIFO, anything
   /// else on the injection queue. Wakes a parked worker if nobody is searching.
   void push(work_item* w) noexcept;
+  /// Queues work that arrived from outside this node (another node, the network): always
+  /// on the injection queue, so arrivals from one source keep their order whichever
+  /// thread delivers them.
+  void push_arrival(work_item* w) noexcept;
   /// Runs one queued item if there is one; the caller is worker `self` or a non-worker
   /// (-1). Returns false when nothing could be found.
   bool run_one(int self);
@@ -57,7 +61,8 @@ class scheduler {
   bool progress() { return progress_ ? progress_() : false; }
   bool has_progress() const noexcept { return static_cast<bool>(progress_); }
 
-  /// Parks a waiting (non-worker) thread until wake_waiters() or the timeout.
+  /// Parks a thread waiting in detail::wait (an application thread, or a worker inside a
+  /// handler) until wake_waiters() or the timeout.
   void park_waiter(std::uint64_t seen_epoch, std::chrono::microseconds timeout);
   std::uint64_t waiter_epoch() const noexcept { return waiter_epoch_.load(); }
   void wake_waiters() noexcept;
@@ -71,6 +76,7 @@ class scheduler {
     work_queue queue;
   };
   bool has_queued_work() const noexcept;
+  void wake_if_nobody_searches() noexcept;
   void worker_main(unsigned index);
   /// Returns false if it woke only because the poll interval passed.
   bool park_worker();

@@ -17,6 +17,7 @@ class inproc_transport final : public transport {
   node_id first_local() const noexcept override { return 0; }
   node_id local_count() const noexcept override { return nodes_; }
   unsigned processes_on_host() const noexcept override { return 1; }
+  unsigned index_on_host() const noexcept override { return 0; }
   const char* name() const noexcept override { return "inproc"; }
   void send(message_ptr m) override { deliver_(std::move(m)); }
   bool needs_progress() const noexcept override { return false; }

@@ -66,8 +66,10 @@ class mpi_transport final : public transport {
     MPI_Comm_size(comm_, &size_);
     MPI_Comm host;
     MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &host);
-    int host_size = 1;
+    int host_size = 1, host_rank = 0;
     MPI_Comm_size(host, &host_size);
+    MPI_Comm_rank(host, &host_rank);
+    host_index_ = static_cast<unsigned>(host_rank);
     MPI_Comm_free(&host);
     host_processes_ = static_cast<unsigned>(host_size);
     per_source_.resize(static_cast<std::size_t>(size_));
@@ -79,6 +81,7 @@ class mpi_transport final : public transport {
   node_id first_local() const noexcept override { return static_cast<node_id>(rank_); }
   node_id local_count() const noexcept override { return 1; }
   unsigned processes_on_host() const noexcept override { return host_processes_; }
+  unsigned index_on_host() const noexcept override { return host_index_; }
   const char* name() const noexcept override { return "mpi"; }
   bool needs_progress() const noexcept override { return true; }
 
@@ -89,7 +92,8 @@ class mpi_transport final : public transport {
     if (direct_sends_ && !queued_.load(std::memory_order_acquire) && try_lock_progress()) {
       // Fast path: nobody drives MPI and nothing is queued before us, so starting the send
       // here keeps FIFO order and skips the queue.
-      if (!queued_.load(std::memory_order_acquire)) {
+      if (!queued_.load(std::memory_order_acquire) && backlog_.empty() &&
+          send_requests_.size() + 2 <= max_requests_in_flight) {
         start_send(m.release());
         complete_sends();
         unlock_progress();
@@ -131,7 +135,7 @@ class mpi_transport final : public transport {
     did |= complete_receives();
     // Transfers in flight count as work: MPI moves large messages in steps that each need
     // a progress call, so a poller must not back off while any is under way.
-    did |= live_sends_ > 0 || !waiting_sources_.empty();
+    did |= live_sends_ > 0 || !backlog_.empty() || !waiting_sources_.empty();
     unlock_progress();
     return did;
   }
@@ -145,7 +149,7 @@ class mpi_transport final : public transport {
         std::lock_guard out(out_lock_);
         empty = outgoing_.empty() && raw_outgoing_.empty();
       }
-      const bool done = empty && live_sends_ == 0;
+      const bool done = empty && live_sends_ == 0 && backlog_.empty();
       unlock_progress();
       if (done) return;
     }
@@ -222,31 +226,26 @@ class mpi_transport final : public transport {
   }
 
   bool start_sends() {
-    if (!queued_.load(std::memory_order_acquire)) return false;
-    {
+    if (queued_.load(std::memory_order_acquire)) {
       std::lock_guard guard(out_lock_);
-      batch_.swap(outgoing_);
+      backlog_.insert(backlog_.end(), outgoing_.begin(), outgoing_.end());
+      outgoing_.clear();
       raw_batch_.swap(raw_outgoing_);
       queued_.store(false, std::memory_order_relaxed);
     }
-    for (message* m : batch_) {
-      const int dest = static_cast<int>(m->header.dest);
-      const auto payload = static_cast<int>(m->header.payload_size);
-      if (m->header.payload_size <= inline_) {
-        post_isend(m->wire_data(), static_cast<int>(m->wire_size()), dest, tag_header,
-                   new_slot(m, 1));
-      } else {
-        std::size_t s = new_slot(m, 2);
-        post_isend(m->wire_data(), sizeof(message_header), dest, tag_header, s);
-        post_isend(m->payload(), payload, dest, tag_data, s);
-      }
+    // Flow control: a bounded number of requests in flight keeps MPI_Testsome cheap and
+    // memory bounded when a receiver falls behind; the backlog keeps send order.
+    bool did = false;
+    while (!backlog_.empty() && send_requests_.size() + 2 <= max_requests_in_flight) {
+      start_send(backlog_.front());
+      backlog_.pop_front();
+      did = true;
     }
     for (auto& [dest, bytes] : raw_batch_) {
       std::size_t s = new_slot(nullptr, 1, std::move(bytes));
       post_isend(slots_[s].raw.data(), static_cast<int>(slots_[s].raw.size()), dest, tag_header, s);
     }
-    bool did = !batch_.empty() || !raw_batch_.empty();
-    batch_.clear();
+    did |= !raw_batch_.empty();
     raw_batch_.clear();
     return did;
   }
@@ -359,6 +358,7 @@ class mpi_transport final : public transport {
   MPI_Comm comm_{};
   int rank_ = 0, size_ = 1;
   unsigned host_processes_ = 1;
+  unsigned host_index_ = 0;
   const std::uint32_t inline_;
   const bool direct_sends_;
   delivery_function deliver_;
@@ -367,10 +367,12 @@ class mpi_transport final : public transport {
   std::condition_variable out_ready_;
   std::atomic<bool> comm_sleeping_{false};
   std::atomic<bool> queued_{false};
-  std::vector<message*> outgoing_, batch_;
+  std::vector<message*> outgoing_;
   std::vector<std::pair<int, std::vector<std::byte>>> raw_outgoing_, raw_batch_;
 
   std::atomic<bool> progress_busy_{false};  // whoever holds it drives MPI; guards all below
+  static constexpr std::size_t max_requests_in_flight = 1024;
+  std::deque<message*> backlog_;  // sends waiting for a free request slot, in order
   std::vector<MPI_Request> send_requests_;
   std::vector<std::size_t> request_slot_;
   std::vector<int> indices_;

@@ -35,7 +35,8 @@ struct config {
   bool pin = false;
   /// How long an idle worker searches for work before it parks, in microseconds.
   std::uint32_t spin_us = 50;
-  /// Longest sleep of an idle thread that still has to poll the network, in microseconds.
+  /// How often a parked thread polls the network when it has communication duty, in
+  /// microseconds (ten times less often while another thread of the node spins and polls).
   std::uint32_t poll_us = 100;
   /// Print the settings table and return without running the application.
   bool help = false;

@@ -104,6 +104,10 @@ class future {
  public:
   using value_type = T;
   future() = default;
+  future(future&&) noexcept = default;
+  future& operator=(future&&) noexcept = default;
+  future(const future&) = delete;
+  future& operator=(const future&) = delete;
 
   /// True once a value or an exception is available. Never blocks.
   bool ready() const noexcept { return state_ && state_->ready(); }

@@ -3,7 +3,8 @@
 // A message is one contiguous block: a fixed 48-byte wire header followed by the payload.
 // The same bytes travel between virtual nodes of the in-process transport and between MPI
 // ranks, so serialization bugs show up without MPI. Small blocks come from per-thread
-// pools (see message_pool.hpp) and return to them after delivery.
+// pools, large ones from a size-classed cache (src/transport/message.cpp); both go back there
+// after delivery.
 #pragma once
 
 #include <roam/transport/node_id.hpp>

@@ -30,6 +30,8 @@ class transport {
   virtual node_id local_count() const noexcept = 0;
   /// Processes of this job on this host (to share cores among them by default).
   virtual unsigned processes_on_host() const noexcept = 0;
+  /// This process's index among those (0 .. processes_on_host()-1), for pinning.
+  virtual unsigned index_on_host() const noexcept = 0;
   /// Name for messages and `--roam-help` ("inproc" or "mpi").
   virtual const char* name() const noexcept = 0;
 
