@@ -1,6 +1,7 @@
 // roam — umbrella header: everything an application needs.
 #pragma once
 
+#include <roam/am/buffer.hpp>
 #include <roam/am/collectives.hpp>
 #include <roam/am/send.hpp>
 #include <roam/core/config.hpp>

@@ -52,7 +52,8 @@ T read_raw(const message& m) {
 
 // ---- built-in handlers ---------------------------------------------------------------
 
-void on_reply(node_runtime& node, message& m) {
+void on_reply(node_runtime& node, message_ptr& owned) {
+  message& m = *owned;
   auto target = node.take_call(m.header.reply_to);
   if (!target)
     throw deserialization_error("reply for call id " + std::to_string(m.header.reply_to) +
@@ -72,8 +73,8 @@ struct wave_slot {
 };
 
 handler_entry report_handler{
-    "roam.core.counter_report", [](node_runtime& node, message& m) {
-      auto r = read_raw<counter_report>(m);
+    "roam.core.counter_report", [](node_runtime& node, message_ptr& m) {
+      auto r = read_raw<counter_report>(*m);
       auto slot = std::static_pointer_cast<wave_slot>(rendezvous_slot(
           node, r.key, [] { return std::shared_ptr<void>(std::make_shared<wave_slot>()); }));
       std::lock_guard guard(slot->lock);
@@ -83,13 +84,13 @@ handler_entry report_handler{
     }};
 
 handler_entry request_handler{
-    "roam.core.counter_request", [](node_runtime& node, message& m) {
+    "roam.core.counter_request", [](node_runtime& node, message_ptr& m) {
       // Read `handled` before `sent`: both only grow, and a handler's sends are counted before
       // its completion, so this order never reports more handled than sent for one node.
-      counter_report r{read_raw<std::uint64_t>(m), 0, 0};
+      counter_report r{read_raw<std::uint64_t>(*m), 0, 0};
       r.handled = node.handled.load();
       r.sent = node.sent.load();
-      post(node, make_system_message(m.header.source, report_handler, &r, sizeof r));
+      post(node, make_system_message(m->header.source, report_handler, &r, sizeof r));
     }};
 
 handler_entry reply_handler{"roam.core.reply", on_reply};
@@ -101,11 +102,12 @@ const bool registered =
 
 }  // namespace
 
-handler_entry finished_handler{"roam.core.finished", [](node_runtime& node, message&) {
+handler_entry finished_handler{"roam.core.finished", [](node_runtime& node, message_ptr&) {
                                  if (node.finished_nodes.fetch_add(1) + 1 == node.size())
                                    node.stop_ready_all_finished();
                                }};
-handler_entry stop_handler{"roam.core.stop", [](node_runtime& node, message&) { node.stop.set(); }};
+handler_entry stop_handler{"roam.core.stop",
+                           [](node_runtime& node, message_ptr&) { node.stop.set(); }};
 
 // ---- node_runtime ----------------------------------------------------------------------
 
@@ -130,7 +132,7 @@ void node_runtime::accept_arrival(message_ptr m) noexcept {
 void node_runtime::execute(work_item* w) {
   message_ptr m(static_cast<message*>(w));
   node_runtime& self = *tl_node;
-  const message_header& h = m->header;
+  const message_header h = m->header;  // a copy: the handler may take the block
   const handler_entry* e = handler_registry::find(h.handler);
   if (!e)
     fatal("unknown handler id " + std::to_string(h.handler) + " in a message from node " +
@@ -142,7 +144,7 @@ void node_runtime::execute(work_item* w) {
   };
   try {
     depth_guard inside;
-    e->invoke(self, *m);
+    e->invoke(self, m);
   } catch (const deserialization_error& ex) {
     fatal("malformed payload for " + describe(h) + " (" + std::to_string(h.payload_size) +
           " payload bytes): " + ex.what());

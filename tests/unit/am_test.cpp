@@ -367,3 +367,116 @@ TEST(Runtime, CanRunSeveralTimesAndOutsideCallsAreRejected) {
   EXPECT_THROW(roam::send(0, add_to_counter, 1L), roam::usage_error);
   for (int i = 0; i < 3; ++i) run_everywhere([] { roam::barrier(); });
 }
+
+TEST(Quiescence, WaitingForItInsideAHandlerIsRejected) {
+  run_everywhere([] {
+    const roam::node_id target = (roam::this_node() + 1) % roam::num_nodes();
+    auto rejected = roam::call(target, [] {
+      try {
+        roam::wait_quiescence();
+        return false;
+      } catch (const roam::usage_error&) {
+        return true;
+      }
+    });
+    EXPECT_TRUE(rejected.get());
+    roam::barrier();
+  });
+}
+
+TEST(Futures, PromisesContinuationsAndReadyFutures) {
+  static_assert(!std::is_copy_constructible_v<roam::future<int>>);
+  static_assert(std::is_move_constructible_v<roam::future<int>>);
+  run_everywhere([] {
+    auto ready = roam::make_ready_future(5);
+    EXPECT_TRUE(ready.ready());
+    EXPECT_EQ(ready.get(), 5);
+    roam::promise<std::string> p;
+    auto f = p.get_future();
+    EXPECT_THROW(p.get_future(), roam::usage_error);
+    auto g = std::move(f).then([](std::string s) { return s.size(); });
+    EXPECT_FALSE(g.ready());
+    p.set_value("four");
+    EXPECT_TRUE(g.ready());  // the continuation ran on the fulfilling thread
+    EXPECT_EQ(g.get(), 4u);
+    EXPECT_FALSE(g.valid());
+    EXPECT_THROW(g.get(), roam::usage_error);
+    roam::promise<void> v;
+    auto vf = v.get_future();
+    v.set_exception(std::make_exception_ptr(std::runtime_error("x")));
+    EXPECT_THROW(vf.get(), std::runtime_error);
+    roam::barrier();
+  });
+}
+
+namespace {
+
+std::uint64_t checksum(std::span<const std::uint32_t> v) {
+  std::uint64_t s = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i + 1) * v[i];
+  return s;
+}
+roam::buffer<std::uint32_t> numbered(std::size_t n, std::uint32_t base) {
+  roam::buffer<std::uint32_t> b(n);
+  for (std::size_t i = 0; i < n; ++i) b[i] = base + static_cast<std::uint32_t>(i);
+  return b;
+}
+
+// A buffer between other arguments, in a struct, and forwarded on to the next node.
+std::uint64_t sum_with_tag(int tag, roam::buffer<std::uint32_t> data, std::string label) {
+  return static_cast<std::uint64_t>(tag) + checksum(data.span()) + label.size();
+}
+struct holds_buffer {
+  std::string name;
+  roam::buffer<double> values;
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(name, values);
+  }
+};
+roam::buffer<std::uint32_t> forward_then_return(roam::buffer<std::uint32_t> data, int hops) {
+  if (hops == 0) {
+    for (auto& x : data) x += 1;  // the receiver owns and may modify what it got
+    return data;
+  }
+  return roam::call((roam::this_node() + 1) % roam::num_nodes(), forward_then_return,
+                    std::move(data), hops - 1)
+      .get();
+}
+
+}  // namespace
+
+TEST(Buffers, MovedBuffersTravelAndComeBackIntact) {
+  run_everywhere([] {
+    const roam::node_id target = (roam::this_node() + 1) % roam::num_nodes();
+    for (std::size_t n : {std::size_t{0}, std::size_t{3}, std::size_t{200}, std::size_t{70000}}) {
+      auto b = numbered(n, 7);
+      const auto expected = checksum(b.span());
+      // Moved and preceded by a small argument: the buffer's block becomes the message.
+      auto f = roam::call(target, sum_with_tag, 5, std::move(b), std::string("abc"));
+      EXPECT_TRUE(b.empty()) << "a moved buffer hands its storage over";
+      EXPECT_EQ(f.get(), 5 + expected + 3);
+      // Passed as an lvalue: copied, the caller keeps it.
+      auto kept = numbered(n, 9);
+      EXPECT_EQ(roam::call(target, sum_with_tag, 1, kept, std::string()).get(),
+                1 + checksum(kept.span()));
+      EXPECT_EQ(kept.size(), n);
+      // Forwarded through several nodes and returned modified.
+      auto back = roam::call(target, forward_then_return, numbered(n, 100), 3).get();
+      ASSERT_EQ(back.size(), n);
+      for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(back[i], 101 + i);
+    }
+    // Inside another serialized value it travels as a copy.
+    holds_buffer h{"h", roam::buffer<double>{1.5, 2.5}};
+    auto echoed = roam::call(
+        target, [](holds_buffer x) { return x.values[0] + x.values[1] + x.name.size(); }, h);
+    EXPECT_EQ(echoed.get(), 5.0);
+    // Large preceding arguments fall back to copying the buffer (still correct).
+    std::string big(200, 'x');
+    auto with_big = roam::call(
+        target, [](std::string s, roam::buffer<std::uint32_t> v) { return s.size() + v.size(); },
+        big, numbered(10, 0));
+    EXPECT_EQ(with_big.get(), 210u);
+    roam::barrier();
+  });
+}

@@ -1,3 +1,4 @@
+#include <roam/am/buffer.hpp>
 #include <roam/am/serialization.hpp>
 
 #include <gtest/gtest.h>
@@ -109,4 +110,40 @@ TEST(Serialization, TruncatedAndCorruptInputThrows) {
     roam::detail::read_value(r, first);
     EXPECT_THROW(r.expect_end(), roam::detail::deserialization_error);
   }
+}
+
+TEST(Serialization, BufferOffsetsAreCheckedAndDataIsAligned) {
+  roam::buffer<double> b{1.0, 2.0, 3.0};
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data()) % 16, 0u);
+  message_ptr m = message::allocate(0);
+  message_writer w(m);
+  int before = 42;
+  roam::detail::write_value(w, before);
+  roam::detail::write_value_moved(w, std::move(b));
+  w.finish();
+  EXPECT_TRUE(b.empty());
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(m->payload()) % 16, 0u);
+  {
+    message_ptr owner = std::move(m);
+    message_reader r(owner);
+    int got = 0;
+    roam::buffer<double> out;
+    roam::detail::read_value(r, got);
+    roam::detail::read_value(r, out);
+    r.expect_end();
+    EXPECT_EQ(got, 42);
+    EXPECT_EQ(owner, nullptr) << "the buffer took the block over";
+    ASSERT_EQ(out.size(), 3u);
+    EXPECT_EQ(out[2], 3.0);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(out.data()) % 16, 0u);
+  }
+  // A tag claiming more elements than the payload holds is rejected.
+  message_ptr bad = message::allocate(0);
+  message_writer bw(bad);
+  std::uint64_t tag[2] = {1000, 64};
+  bw.write(tag, sizeof tag);
+  bw.finish();
+  message_reader r(bad->payload(), bad->header.payload_size);
+  roam::buffer<double> out;
+  EXPECT_THROW(roam::detail::read_value(r, out), roam::detail::deserialization_error);
 }

@@ -16,6 +16,7 @@
 // threads the application started itself when this process hosts a single node.
 #pragma once
 
+#include <roam/am/buffer.hpp>
 #include <roam/am/detail/handler_traits.hpp>
 #include <roam/task/future.hpp>
 

@@ -48,6 +48,21 @@ class message_writer {
   }
   /// Records the payload size in the header; call once after the last write.
   void finish() noexcept { m_->header.payload_size = used_; }
+  /// Bytes written so far.
+  std::size_t position() const noexcept { return used_; }
+  /// Pads with zero bytes up to `offset`.
+  void pad_to(std::size_t offset) {
+    static constexpr std::byte zeros[64] = {};
+    while (used_ < offset) write(zeros, std::min(sizeof zeros, offset - used_));
+  }
+  /// Continues in `block` instead: the header and the bytes written so far are copied to
+  /// its start, then writing resumes at `resume_at` (bulk data already sits in between).
+  void adopt(message_ptr block, std::size_t resume_at) noexcept {
+    block->header = m_->header;
+    std::memcpy(block->payload(), m_->payload(), used_);
+    m_ = std::move(block);
+    used_ = resume_at;
+  }
 
  private:
   message_ptr& m_;
@@ -58,6 +73,9 @@ class message_writer {
 class message_reader {
  public:
   message_reader(const std::byte* data, std::size_t size) noexcept : data_(data), size_(size) {}
+  /// Reads the payload of `*owner`, which bulk arguments may take over (zero-copy).
+  explicit message_reader(message_ptr& owner) noexcept
+      : data_(owner->payload()), size_(owner->header.payload_size), owner_(&owner) {}
   void read(void* out, std::size_t size) {
     if (size > size_ - used_)
       throw deserialization_error("payload truncated: needed " + std::to_string(size) +
@@ -67,6 +85,17 @@ class message_reader {
     used_ += size;
   }
   std::size_t remaining() const noexcept { return size_ - used_; }
+  std::size_t position() const noexcept { return used_; }
+  const std::byte* data() const noexcept { return data_; }
+  /// Moves to `offset` (forward only, within the payload).
+  void skip_to(std::size_t offset) {
+    if (offset < used_ || offset > size_)
+      throw deserialization_error("bulk data offset " + std::to_string(offset) + " outside [" +
+                                  std::to_string(used_) + ", " + std::to_string(size_) + "]");
+    used_ = offset;
+  }
+  /// The message block, if it is still there to be taken over (nullptr otherwise).
+  message_ptr* owner() noexcept { return owner_ && *owner_ ? owner_ : nullptr; }
   /// Throws unless every byte was consumed: leftovers mean sender and receiver disagree.
   void expect_end() const {
     if (used_ != size_)
@@ -79,6 +108,17 @@ class message_reader {
   const std::byte* data_;
   std::size_t size_;
   std::size_t used_ = 0;
+  message_ptr* owner_ = nullptr;
+};
+
+/// Values with their own top-level wire form (zero-copy bulk buffers) specialize this.
+template <class T>
+struct top_level_codec;
+
+template <class T, class = void>
+struct has_top_level_codec : std::false_type {};
+template <class T>
+struct has_top_level_codec<T, std::void_t<decltype(sizeof(top_level_codec<T>))>> : std::true_type {
 };
 
 class output_archive
@@ -161,23 +201,42 @@ inline constexpr bool is_serializable =
 
 template <class T>
 void write_value(message_writer& w, const T& value) {
-  static_assert(!std::is_pointer_v<T>,
-                "roam: raw pointers cannot be sent; their values mean nothing on another node");
-  static_assert(is_serializable<T>,
-                "roam: this type can be neither copied bitwise (it is not trivially copyable) nor "
-                "serialized by cereal; give it `template <class Ar> void serialize(Ar& ar)` or "
-                "include the cereal header for the std type it uses");
-  if constexpr (is_bitwise_serializable<T>) {
-    w.write(&value, sizeof(T));
+  if constexpr (has_top_level_codec<T>::value) {
+    top_level_codec<T>::write(w, value);
+    return;
   } else {
-    output_archive ar(w);
-    ar(value);
+    static_assert(!std::is_pointer_v<T>,
+                  "roam: raw pointers cannot be sent; their values mean nothing on another node");
+    static_assert(
+        is_serializable<T>,
+        "roam: this type can be neither copied bitwise (it is not trivially copyable) nor "
+        "serialized by cereal; give it `template <class Ar> void serialize(Ar& ar)` or "
+        "include the cereal header for the std type it uses");
+    if constexpr (is_bitwise_serializable<T>) {
+      w.write(&value, sizeof(T));
+    } else {
+      output_archive ar(w);
+      ar(value);
+    }
   }
+}
+
+/// Writes an argument the caller gives up: bulk buffers passed as rvalues may hand their
+/// block over instead of being copied.
+template <class T>
+void write_value_moved(message_writer& w, T&& value) {
+  using V = std::decay_t<T>;
+  if constexpr (has_top_level_codec<V>::value && !std::is_lvalue_reference_v<T>)
+    top_level_codec<V>::write_moved(w, std::move(value));
+  else
+    write_value(w, value);
 }
 
 template <class T>
 void read_value(message_reader& r, T& value) {
-  if constexpr (is_bitwise_serializable<T>) {
+  if constexpr (has_top_level_codec<T>::value) {
+    top_level_codec<T>::read(r, value);
+  } else if constexpr (is_bitwise_serializable<T>) {
     r.read(&value, sizeof(T));
   } else {
     input_archive ar(r);

@@ -88,10 +88,14 @@ class message : public work_item {
       : capacity_(capacity), pooled_(pooled) {}
   std::uint32_t capacity_;
   bool pooled_;
+  std::uint64_t padding_ = 0;  // puts the payload on a 16-byte boundary (see below)
 
  public:
   message_header header;  // last member: the payload follows it in the same block
 };
+// Blocks come from operator new (16-byte aligned); with the header ending at a multiple of
+// 16 the payload is 16-byte aligned too, so bulk data can be used in place.
+static_assert(sizeof(message) % 16 == 0);
 
 /// Payload capacity of pooled blocks; larger messages are allocated to size.
 inline constexpr std::size_t pooled_payload_capacity = 1024 - 64 - 16;

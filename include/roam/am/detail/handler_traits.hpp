@@ -109,11 +109,11 @@ struct am_handler {
   using params = typename traits::params;
   using result = handler_result_t<H>;
 
-  static H resolve(message& m, message_reader& r) {
+  static H resolve(const message_header& h, message_reader& r) {
     if constexpr (traits::is_function_pointer) {
-      const void* p = decode_function(m.header.function);
+      const void* p = decode_function(h.function);
       if (!p)
-        throw deserialization_error("the function token " + std::to_string(m.header.function) +
+        throw deserialization_error("the function token " + std::to_string(h.function) +
                                     " names no code in this binary");
       return reinterpret_cast<H>(const_cast<void*>(p));
     } else if constexpr (std::is_empty_v<H>) {
@@ -130,16 +130,17 @@ struct am_handler {
     return fn(pass_argument<std::tuple_element_t<I, params>>(std::get<I>(args))...);
   }
 
-  static void invoke(node_runtime& node, message& m) {
-    message_reader r(m.payload(), m.header.payload_size);
-    H fn = resolve(m, r);
+  static void invoke(node_runtime& node, message_ptr& owned) {
+    const message_header h = owned->header;  // bulk arguments may take the block over
+    message_reader r(owned);
+    H fn = resolve(h, r);
     auto args = []<class... P>(std::tuple<P...>*) {
       return std::tuple<std::decay_t<P>...>{};
     }(static_cast<params*>(nullptr));
     std::apply([&r](auto&... a) { (read_value(r, a), ...); }, args);
     r.expect_end();
     constexpr auto seq = std::make_index_sequence<std::tuple_size_v<params>>{};
-    if (!(m.header.flags & flag_wants_reply)) {
+    if (!(h.flags & flag_wants_reply)) {
       call(fn, args, seq);
       return;
     }
@@ -151,7 +152,7 @@ struct am_handler {
         call(fn, args, seq);
       } else {
         result value = call(fn, args, seq);
-        write_value(w, value);
+        write_value_moved(w, std::move(value));
       }
     } catch (...) {
       std::string type;
@@ -165,7 +166,7 @@ struct am_handler {
       failed = true;
     }
     if (!failed) w.finish();
-    send_reply(node, m.header, std::move(reply), failed);
+    send_reply(node, h, std::move(reply), failed);
   }
 
   static constexpr std::string_view name = type_name<H>();
@@ -193,9 +194,9 @@ void write_arguments(message_writer& w, std::index_sequence<I...>, Args&&... arg
         static_assert(std::is_constructible_v<P, A&&>,
                       "roam: an argument cannot be converted to the handler's parameter type");
         if constexpr (std::is_same_v<std::decay_t<A>, P>)
-          write_value<P>(w, a);
+          write_value_moved(w, std::forward<A>(a));
         else
-          write_value<P>(w, P(std::forward<A>(a)));
+          write_value_moved(w, P(std::forward<A>(a)));
       }.template
       operator()<std::decay_t<std::tuple_element_t<I, params>>>(std::forward<Args>(args)),
       ...);

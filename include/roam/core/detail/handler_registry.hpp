@@ -17,8 +17,9 @@ namespace roam::detail {
 class node_runtime;
 
 /// Runs the handler of a message on `node`. Throws deserialization_error for a bad
-/// payload; any other exception escaping it is a handler failure.
-using invoke_function = void (*)(node_runtime& node, message& m);
+/// payload; any other exception escaping it is a handler failure. The handler may take
+/// ownership of the message block (zero-copy bulk arguments), leaving `m` empty.
+using invoke_function = void (*)(node_runtime& node, message_ptr& m);
 
 struct handler_entry {
   std::string_view name;  ///< stable, human-readable (shown in errors)
