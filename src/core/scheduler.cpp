@@ -73,9 +73,10 @@ void scheduler::push(work_item* w) noexcept {
 }
 
 void scheduler::wake_if_nobody_searches() noexcept {
-  // Pairs with the seq_cst increment of sleepers_ in park_worker(): either the parker sees
-  // the item, or we see the parker.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // The queue's size was just increased by a seq_cst read-modify-write; park_worker()
+  // increases sleepers_ the same way before it re-reads the sizes. In the single total order
+  // of seq_cst operations one comes first, so either the parker sees the item or we see the
+  // parker: no wake-up is lost.
   if (searching_.load(std::memory_order_seq_cst) == 0 &&
       sleepers_.load(std::memory_order_seq_cst) > 0)
     wake_one_worker();

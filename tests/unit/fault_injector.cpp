@@ -5,6 +5,7 @@
 #include <roam/roam.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -74,10 +75,13 @@ int main(int argc, char** argv) {
         roam::detail::send_raw_for_testing(1, wire_bytes(h, payload, sizeof payload));
       } else if (mode == "body-throws") {
         throw std::logic_error("the application gave up");
+      } else if (mode == "rank-dies") {
+        // Node 0 waits in the barrier below while node 1 dies without any roam involvement.
       } else if (mode != "none") {
         std::fprintf(stderr, "unknown mode '%s'\n", mode.c_str());
       }
     }
+    if (mode == "rank-dies" && roam::this_node() == 1) std::abort();
     roam::barrier();
   });
 }

@@ -40,3 +40,22 @@ TEST(Idle, ParkedWorkersBurnNoCpu) {
   // use next to nothing. The bound leaves room for a noisy machine.
   EXPECT_LT(used, 0.1) << "idle workers used " << used << " CPU-seconds in 0.5 s";
 }
+
+TEST(Pinning, PinnedWorkersRunHandlers) {
+  roam::config cfg;
+  cfg.transport = roam::transport_kind::inproc;
+  cfg.nodes = 2;
+  cfg.threads = 2;
+  cfg.pin = true;
+  long total = 0;
+  ASSERT_EQ(roam::run(cfg,
+                      [&total] {
+                        long got = roam::call((roam::this_node() + 1) % roam::num_nodes(),
+                                              [](long v) { return v * 2; }, 21L)
+                                       .get();
+                        long sum = roam::allreduce(got, [](long a, long b) { return a + b; });
+                        if (roam::this_node() == 0) total = sum;
+                      }),
+            0);
+  EXPECT_EQ(total, 84);
+}
