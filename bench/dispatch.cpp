@@ -31,7 +31,10 @@ double handlers_per_second(unsigned workers, long handlers) {
       roam::wait_quiescence();
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      rate = static_cast<double>(handlers / workers * workers + workers) / seconds;
+      const long per_worker = handlers / static_cast<long>(workers);  // whole batches only
+      rate = static_cast<double>(per_worker * static_cast<long>(workers) +
+                                 static_cast<long>(workers)) /
+             seconds;
     }
   });
   return rate;

@@ -105,6 +105,7 @@ int main(int argc, char** argv) {
   }
 
   std::vector<double> mpi_us;
+  mpi_us.reserve(sizes.size());
   for (std::size_t size : sizes) mpi_us.push_back(mpi_one_way_us(size, rank));
 
   roam::config cfg = roam::config::from_environment();

@@ -13,7 +13,7 @@ message_ptr clone_message(const message& m) {
   return copy;
 }
 
-std::string describe_exception(std::exception_ptr e, std::string& type) {
+std::string describe_exception(const std::exception_ptr& e, std::string& type) {
   try {
     std::rethrow_exception(e);
   } catch (const std::exception& ex) {

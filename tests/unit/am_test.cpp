@@ -469,7 +469,11 @@ TEST(Buffers, MovedBuffersTravelAndComeBackIntact) {
     // Inside another serialized value it travels as a copy.
     holds_buffer h{"h", roam::buffer<double>{1.5, 2.5}};
     auto echoed = roam::call(
-        target, [](holds_buffer x) { return x.values[0] + x.values[1] + x.name.size(); }, h);
+        target,
+        [](holds_buffer x) {
+          return x.values[0] + x.values[1] + static_cast<double>(x.name.size());
+        },
+        h);
     EXPECT_EQ(echoed.get(), 5.0);
     // Large preceding arguments fall back to copying the buffer (still correct).
     std::string big(200, 'x');

@@ -46,6 +46,7 @@ TEST(Message, PooledBlocksAreReusedAcrossThreads) {
   std::set<void*> seen;
   for (int round = 0; round < 50; ++round) {
     std::vector<message*> batch;
+    batch.reserve(256);
     for (int i = 0; i < 256; ++i) batch.push_back(message::allocate(8).release());
     for (auto* m : batch) seen.insert(m);
     std::thread consumer([&batch] {

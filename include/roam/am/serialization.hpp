@@ -227,7 +227,7 @@ template <class T>
 void write_value_moved(message_writer& w, T&& value) {
   using V = std::decay_t<T>;
   if constexpr (has_top_level_codec<V>::value && !std::is_lvalue_reference_v<T>)
-    top_level_codec<V>::write_moved(w, std::move(value));
+    top_level_codec<V>::write_moved(w, std::forward<T>(value));
   else
     write_value(w, value);
 }

@@ -29,8 +29,8 @@ class usage_error : public error {
 /// what() names the handler, the node it ran on and the original message.
 class remote_error : public error {
  public:
-  remote_error(std::string type, std::string message, std::string full)
-      : error(std::move(full)), type_(std::move(type)), message_(std::move(message)) {}
+  remote_error(std::string type, std::string message, const std::string& full)
+      : error(full), type_(std::move(type)), message_(std::move(message)) {}
   /// Demangled type of the original exception ("std::out_of_range", or "unknown").
   const std::string& exception_type() const noexcept { return type_; }
   /// The original exception's what().

@@ -88,7 +88,8 @@ class message : public work_item {
       : capacity_(capacity), pooled_(pooled) {}
   std::uint32_t capacity_;
   bool pooled_;
-  std::uint64_t padding_ = 0;  // puts the payload on a 16-byte boundary (see below)
+  [[maybe_unused]] std::uint64_t padding_ =
+      0;  // puts the payload on a 16-byte boundary (see below)
 
  public:
   message_header header;  // last member: the payload follows it in the same block

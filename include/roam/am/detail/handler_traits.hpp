@@ -100,7 +100,7 @@ void check_handler_type() {
   }(static_cast<typename traits::params*>(nullptr));
 }
 
-std::string describe_exception(std::exception_ptr e, std::string& type);
+std::string describe_exception(const std::exception_ptr& e, std::string& type);
 
 /// The registered handler for callable type H.
 template <class H>
