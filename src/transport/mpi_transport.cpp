@@ -73,9 +73,20 @@ class mpi_transport final : public transport {
     MPI_Comm_free(&host);
     host_processes_ = static_cast<unsigned>(host_size);
     per_source_.resize(static_cast<std::size_t>(size_));
+    // Errors on roam's communicator come back as codes so that roam can name them.
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    ring_.resize(ring_slots);
+    for (std::size_t i = 0; i < ring_.size(); ++i) post_receive(i);
   }
 
-  ~mpi_transport() override { MPI_Comm_free(&comm_); }
+  ~mpi_transport() override {
+    // Every process has passed process_barrier(): nothing more will arrive.
+    for (auto& slot : ring_) {
+      MPI_Cancel(&slot.request);
+      MPI_Wait(&slot.request, MPI_STATUS_IGNORE);
+    }
+    MPI_Comm_free(&comm_);
+  }
 
   node_id size() const noexcept override { return static_cast<node_id>(size_); }
   node_id first_local() const noexcept override { return static_cast<node_id>(rank_); }
@@ -181,6 +192,18 @@ class mpi_transport final : public transport {
     int remaining;
     std::vector<std::byte> raw;
   };
+  static void check(int rc, const char* call) {
+    if (rc == MPI_SUCCESS) return;
+    char text[MPI_MAX_ERROR_STRING];
+    int length = 0;
+    MPI_Error_string(rc, text, &length);
+    fatal(std::string(call) + " failed: " + std::string(text, static_cast<std::size_t>(length)));
+  }
+
+  struct posted_receive {
+    message_ptr block;
+    MPI_Request request = MPI_REQUEST_NULL;
+  };
   struct pending_receive {
     message_ptr m;
     MPI_Request data = MPI_REQUEST_NULL;
@@ -188,7 +211,7 @@ class mpi_transport final : public transport {
 
   void post_isend(const void* data, int bytes, int dest, int tag, std::size_t slot) {
     MPI_Request r;
-    MPI_Isend(data, bytes, MPI_BYTE, dest, tag, comm_, &r);
+    check(MPI_Isend(data, bytes, MPI_BYTE, dest, tag, comm_, &r), "MPI_Isend");
     send_requests_.push_back(r);
     request_slot_.push_back(slot);
   }
@@ -280,54 +303,76 @@ class mpi_transport final : public transport {
     return true;
   }
 
+  // Header frames are received into a ring of pre-posted receives: MPI then copies an
+  // arriving frame straight into a message block instead of through its unexpected-message
+  // queue (what MPI_Improbe + MPI_Mrecv would cost). All frames share one tag and any
+  // source, so MPI matches them to the receives in posting order: testing the oldest
+  // posted receive is enough, and frames are handled in arrival order.
+  void post_receive(std::size_t slot) {
+    ring_[slot].block = message::allocate(inline_);
+    check(MPI_Irecv(ring_[slot].block->wire_data(), frame_bytes(), MPI_BYTE, MPI_ANY_SOURCE,
+                    tag_header, comm_, &ring_[slot].request),
+          "MPI_Irecv");
+  }
+  int frame_bytes() const noexcept { return static_cast<int>(sizeof(message_header) + inline_); }
+
   bool receive() {
     bool did = false;
     for (int k = 0; k < 64; ++k) {
+      posted_receive& slot = ring_[ring_head_];
       int flag = 0;
-      MPI_Message handle;
       MPI_Status status;
-      MPI_Improbe(MPI_ANY_SOURCE, tag_header, comm_, &flag, &handle, &status);
+      const int rc = MPI_Test(&slot.request, &flag, &status);
+      if (rc != MPI_SUCCESS) {
+        int error_class = 0;
+        MPI_Error_class(rc, &error_class);
+        if (error_class == MPI_ERR_TRUNCATE)
+          fatal("received a frame larger than the " + std::to_string(frame_bytes()) +
+                "-byte header frame from node " + std::to_string(status.MPI_SOURCE) +
+                " (corrupt, or a peer with a different --roam-inline-bytes)");
+        check(rc, "MPI_Test");
+      }
       if (!flag) break;
       did = true;
       int count = 0;
       MPI_Get_count(&status, MPI_BYTE, &count);
-      const int source = status.MPI_SOURCE;
-      const auto bytes = static_cast<std::size_t>(count);
-      message_ptr m =
-          message::allocate(bytes > sizeof(message_header) ? bytes - sizeof(message_header) : 0);
-      if (bytes < sizeof(message_header)) {
-        std::vector<std::byte> raw(bytes);
-        MPI_Mrecv(raw.data(), count, MPI_BYTE, &handle, MPI_STATUS_IGNORE);
-        message_from_wire(raw.data(), raw.size(), static_cast<node_id>(source));  // fatal
-      }
-      MPI_Mrecv(m->wire_data(), count, MPI_BYTE, &handle, MPI_STATUS_IGNORE);
-      const message_header& h = m->header;
-      const std::size_t payload = bytes - sizeof(message_header);
-      pending_receive p;
-      if (h.payload_size != payload) {
-        // A header alone announcing a large payload starts a split-phase receive; anything
-        // else is a truncated or corrupt frame. Check the header before trusting its size.
-        bool split = payload == 0 && h.payload_size > inline_ && h.magic == message_magic &&
-                     h.checksum == header_checksum(h) &&
-                     h.payload_size <= static_cast<std::uint64_t>(INT_MAX);
-        if (!split)
-          fatal("received a truncated or corrupt message from node " + std::to_string(source) +
-                ": its header announces " + std::to_string(h.payload_size) + " payload bytes but " +
-                std::to_string(payload) + " arrived");
-        message::reserve(m, h.payload_size, 0);
-        MPI_Irecv(m->payload(), static_cast<int>(m->header.payload_size), MPI_BYTE, source,
-                  tag_data, comm_, &p.data);
-      }
-      auto& queue = per_source_[static_cast<std::size_t>(source)];
-      if (queue.empty() && p.data == MPI_REQUEST_NULL) {
-        deliver_(std::move(m));
-        continue;
-      }
-      if (queue.empty()) waiting_sources_.push_back(source);
-      p.m = std::move(m);
-      queue.push_back(std::move(p));
+      message_ptr m = std::move(slot.block);
+      post_receive(ring_head_);
+      ring_head_ = (ring_head_ + 1) % ring_.size();
+      handle_frame(std::move(m), static_cast<std::size_t>(count), status.MPI_SOURCE);
     }
     return did;
+  }
+
+  void handle_frame(message_ptr m, std::size_t bytes, int source) {
+    if (bytes < sizeof(message_header))
+      message_from_wire(m->wire_data(), bytes, static_cast<node_id>(source));  // fatal
+    const message_header& h = m->header;
+    const std::size_t payload = bytes - sizeof(message_header);
+    pending_receive p;
+    if (h.payload_size != payload) {
+      // A header alone announcing a large payload starts a split-phase receive; anything
+      // else is a truncated or corrupt frame. Check the header before trusting its size.
+      bool split = payload == 0 && h.payload_size > inline_ && h.magic == message_magic &&
+                   h.checksum == header_checksum(h) &&
+                   h.payload_size <= static_cast<std::uint64_t>(INT_MAX);
+      if (!split)
+        fatal("received a truncated or corrupt message from node " + std::to_string(source) +
+              ": its header announces " + std::to_string(h.payload_size) + " payload bytes but " +
+              std::to_string(payload) + " arrived");
+      message::reserve(m, h.payload_size, 0);
+      check(MPI_Irecv(m->payload(), static_cast<int>(m->header.payload_size), MPI_BYTE, source,
+                      tag_data, comm_, &p.data),
+            "MPI_Irecv");
+    }
+    auto& queue = per_source_[static_cast<std::size_t>(source)];
+    if (queue.empty() && p.data == MPI_REQUEST_NULL) {
+      deliver_(std::move(m));
+      return;
+    }
+    if (queue.empty()) waiting_sources_.push_back(source);
+    p.m = std::move(m);
+    queue.push_back(std::move(p));
   }
 
   bool complete_receives() {
@@ -379,6 +424,9 @@ class mpi_transport final : public transport {
   std::vector<send_slot> slots_;
   std::vector<std::size_t> free_slots_;
   std::size_t live_sends_ = 0;
+  static constexpr std::size_t ring_slots = 64;
+  std::vector<posted_receive> ring_;
+  std::size_t ring_head_ = 0;  // the oldest posted receive
   std::vector<std::deque<pending_receive>> per_source_;
   std::vector<int> waiting_sources_;
 };
