@@ -296,8 +296,11 @@ void wait(waitable& w) {
     }
     if (rounds == 0) since = std::chrono::steady_clock::now();
     back_off(rounds++);
-    // Reading the clock costs as much as a round; look every 32 rounds.
-    if ((rounds & 31) != 31 || std::chrono::steady_clock::now() - since < s.spin_budget()) continue;
+    // Reading the clock costs as much as a round; look every 32 rounds. A waiter that runs
+    // no work has nothing to gain from spinning (and takes a core from those that do), so
+    // it parks after its first look.
+    if ((rounds & 31) != 31) continue;
+    if (run_work && std::chrono::steady_clock::now() - since < s.spin_budget()) continue;
     end_spin();
     std::uint64_t epoch = s.waiter_epoch();
     if (!w.ready())
