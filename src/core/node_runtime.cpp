@@ -1,5 +1,6 @@
 #include "node_runtime.hpp"
 
+#include "fiber.hpp"
 #include "process_runtime.hpp"
 
 #include <roam/core/detail/handler_registry.hpp>
@@ -14,7 +15,6 @@ namespace roam::detail {
 namespace {
 
 thread_local node_runtime* tl_node = nullptr;
-thread_local int tl_handler_depth = 0;  // handlers running on this thread (nested waits)
 
 std::string demangle(const char* name) {
   int status = 0;
@@ -138,12 +138,7 @@ void node_runtime::execute(work_item* w) {
     fatal("unknown handler id " + std::to_string(h.handler) + " in a message from node " +
           std::to_string(h.source) + " to node " + std::to_string(h.dest) + " (this binary has " +
           std::to_string(handler_registry::size()) + " handlers)");
-  struct depth_guard {
-    depth_guard() noexcept { ++tl_handler_depth; }
-    ~depth_guard() { --tl_handler_depth; }
-  };
   try {
-    depth_guard inside;
     e->invoke(self, m);
   } catch (const deserialization_error& ex) {
     fatal("malformed payload for " + describe(h) + " (" + std::to_string(h.payload_size) +
@@ -177,7 +172,9 @@ void node_runtime::stop_ready_all_finished() noexcept { all_finished.set(); }
 // ---- node_api ---------------------------------------------------------------------------
 
 void bind_thread_to_node(node_runtime* n) noexcept { tl_node = n; }
-node_runtime* current_node() noexcept { return tl_node; }
+// Not inlined: a fiber may resume on another thread, and a caller must not reuse a
+// thread-local address computed before the switch.
+[[gnu::noinline]] node_runtime* current_node() noexcept { return tl_node; }
 
 node_runtime& require_node(const char* caller) {
   if (!tl_node)
@@ -250,16 +247,45 @@ void waitable::mark_ready() noexcept {
   ready_.store(true, std::memory_order_seq_cst);
   if (waiters_.load(std::memory_order_seq_cst) == 0) return;
   if (node_runtime* n = waiting_node_.load()) n->sched().wake_waiters();
-  std::lock_guard guard(foreign_lock_);
-  foreign_ready_.notify_all();
+  fiber* resume = nullptr;
+  {
+    std::lock_guard guard(lock_);
+    resume = suspended_;
+    suspended_ = nullptr;
+    foreign_ready_.notify_all();
+  }
+  while (resume) {
+    fiber* next = next_waiter(resume);
+    resume_later(resume);
+    resume = next;
+  }
+}
+
+// Runs on the thread's own stack once the waiting fiber's context is saved.
+void park_on(fiber* f, void* arg) {
+  auto& w = *static_cast<waitable*>(arg);
+  {
+    std::lock_guard guard(w.lock_);
+    if (!w.ready()) {
+      next_waiter(f) = w.suspended_;
+      w.suspended_ = f;
+      return;
+    }
+  }
+  resume_later(f);  // became ready while the fiber was leaving
 }
 
 void wait(waitable& w) {
   if (w.ready()) return;
   w.waiters_.fetch_add(1, std::memory_order_seq_cst);
-  node_runtime* n = tl_node;
+  if (on_fiber()) {
+    if (!w.ready()) suspend(park_on, &w);
+    w.waiters_.fetch_sub(1);
+    return;
+  }
+  node_runtime* n = current_node();
   if (!n) {
-    std::unique_lock lock(w.foreign_lock_);
+    std::unique_lock lock(w.lock_);
     w.foreign_ready_.wait(lock, [&] { return w.ready(); });
     w.waiters_.fetch_sub(1);
     return;
@@ -284,7 +310,7 @@ void wait(waitable& w) {
     if (run_work) {
       if (work_item* item = s.find_work(self)) {
         end_spin();
-        item->execute(item);
+        run_item(item);
         begin_spin();
         rounds = 0;
         continue;
@@ -315,7 +341,7 @@ void wait(waitable& w) {
 // ---- termination detection ----------------------------------------------------------------
 
 void detect_quiescence(node_runtime& n) {
-  if (tl_handler_depth > 0)
+  if (on_fiber())
     throw usage_error(
         "roam: wait_quiescence called from inside a handler: the calling handler is itself "
         "unfinished work, so quiescence can never be observed; call it from the application "

@@ -1,5 +1,6 @@
 #include "scheduler.hpp"
 
+#include "fiber.hpp"
 #include "node_runtime.hpp"
 
 #include <hwloc.h>
@@ -33,7 +34,7 @@ struct topology {
 
 }  // namespace
 
-int current_worker() noexcept { return tl_worker; }
+[[gnu::noinline]] int current_worker() noexcept { return tl_worker; }
 
 scheduler::scheduler(node_runtime& node, options opt, std::function<bool()> progress)
     : node_(node), opt_(opt), progress_(std::move(progress)) {
@@ -118,7 +119,7 @@ bool scheduler::has_queued_work() const noexcept {
 bool scheduler::run_one(int self) {
   work_item* w = find_work(self);
   if (!w) return false;
-  w->execute(w);
+  run_item(w);
   return true;
 }
 
@@ -186,7 +187,7 @@ void scheduler::worker_main(unsigned index) {
       if (searching) end_spin();
       searching = glance = false;
       rounds = 0;
-      w->execute(w);
+      run_item(w);
       continue;
     }
     if (progress_ && progress_()) {

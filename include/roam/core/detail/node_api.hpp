@@ -17,6 +17,7 @@
 namespace roam::detail {
 
 class node_runtime;
+struct fiber;
 
 /// The node the calling thread belongs to (worker, communication or application thread of
 /// that node), or nullptr for threads that belong to no node.
@@ -59,11 +60,13 @@ class waitable {
 
  private:
   friend void wait(waitable&);
+  friend void park_on(fiber*, void*);
   std::atomic<bool> ready_{false};
-  std::atomic<int> waiters_{0};
+  std::atomic<int> waiters_{0};  // threads and fibers in wait()
   std::atomic<node_runtime*> waiting_node_{nullptr};
-  std::mutex foreign_lock_;  // for threads outside any node
-  std::condition_variable foreign_ready_;
+  std::mutex lock_;                        // guards suspended_; used by foreign_ready_
+  std::condition_variable foreign_ready_;  // threads outside any node block here
+  fiber* suspended_ = nullptr;             // fibers suspended in wait(), resumed when ready
 };
 
 /// A one-shot flag threads can wait on with detail::wait.
@@ -72,8 +75,10 @@ class ready_flag : public waitable {
   void set() noexcept { mark_ready(); }
 };
 
-/// Waits until `w` is ready. A thread of a node runs that node's work while it waits (and
-/// takes communication duty); it parks when there is none. Other threads block.
+/// Waits until `w` is ready. Inside a handler or tasklet (on a fiber) the fiber is
+/// suspended and its thread runs other work; it resumes on any thread of its node. A node's
+/// application thread runs the node's work (and takes communication duty) while it waits,
+/// and parks when there is none. Other threads block.
 void wait(waitable& w);
 
 /// Receiver of the reply to a call, living on the calling node until the reply arrives.

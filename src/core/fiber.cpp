@@ -1,0 +1,253 @@
+#include "fiber.hpp"
+
+#include "node_runtime.hpp"
+
+#include <roam/core/detail/node_api.hpp>
+
+#include <sys/mman.h>
+#include <unistd.h>
+#include <boost/context/detail/fcontext.hpp>
+
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#define ROAM_ASAN_FIBERS 1
+#endif
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#define ROAM_TSAN_FIBERS 1
+#endif
+
+namespace roam::detail {
+
+namespace ctx = boost::context::detail;
+
+struct fiber {
+  ctx::fcontext_t context = nullptr;  // where it continues when switched to
+  std::byte* stack = nullptr;         // mapping, guard page at the low end
+  std::size_t stack_bytes = 0;
+  work_item* item = nullptr;  // what to run next (idle fibers)
+  work_item resume;           // queued on its node to resume it
+  node_runtime* node = nullptr;
+  fiber* next = nullptr;
+#if ROAM_TSAN_FIBERS
+  void* tsan = nullptr;
+#endif
+};
+
+namespace {
+
+std::atomic<std::size_t> stack_size{128 * 1024};
+
+// What a fiber asks of the thread it leaves.
+struct switch_request {
+  bool done;                    // finished its item: back to the idle pool
+  void (*park)(fiber*, void*);  // suspended: register it here
+  void* arg;
+};
+
+struct thread_state {
+  ctx::fcontext_t native = nullptr;  // the thread's own stack, while a fiber runs
+  fiber* current = nullptr;
+  std::vector<fiber*> idle;
+#if ROAM_ASAN_FIBERS
+  const void* native_bottom = nullptr;
+  std::size_t native_size = 0;
+#endif
+#if ROAM_TSAN_FIBERS
+  void* tsan_native = nullptr;
+#endif
+  ~thread_state();
+};
+thread_local thread_state tl_state;
+
+// Fibers migrate between threads, and compilers may keep a thread-local's address in a
+// register across a call: every access after a possible switch goes through this call.
+[[gnu::noinline]] thread_state& state() noexcept { return tl_state; }
+
+// Idle fibers beyond a thread's cache go here, for threads that run short of them.
+struct shared_idle {
+  std::mutex lock;
+  std::vector<fiber*> fibers;
+};
+shared_idle& overflow() {
+  static shared_idle* s = new shared_idle;  // never destroyed: threads exit late
+  return *s;
+}
+constexpr std::size_t thread_cache = 64, shared_cache = 1024;
+
+void destroy(fiber* f) noexcept {
+#if ROAM_TSAN_FIBERS
+  __tsan_destroy_fiber(f->tsan);
+#endif
+  munmap(f->stack, f->stack_bytes);
+  delete f;
+}
+
+thread_state::~thread_state() {
+  for (fiber* f : idle) destroy(f);
+}
+
+void fiber_main(ctx::transfer_t t);
+
+fiber* create_fiber() {
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::size_t bytes = ((stack_size.load() + page - 1) / page + 1) * page;  // + guard page
+  void* map = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (map == MAP_FAILED) fatal("cannot map a " + std::to_string(bytes) + "-byte fiber stack");
+  mprotect(map, page, PROT_NONE);  // a stack overflow faults instead of corrupting memory
+  auto* f = new fiber;
+  f->stack = static_cast<std::byte*>(map);
+  f->stack_bytes = bytes;
+  f->context = ctx::make_fcontext(f->stack + bytes, bytes - page, fiber_main);
+#if ROAM_TSAN_FIBERS
+  f->tsan = __tsan_create_fiber(0);
+#endif
+  return f;
+}
+
+fiber* take_idle() {
+  thread_state& s = state();
+  if (!s.idle.empty()) {
+    fiber* f = s.idle.back();
+    s.idle.pop_back();
+    return f;
+  }
+  {
+    auto& o = overflow();
+    std::lock_guard guard(o.lock);
+    if (!o.fibers.empty()) {
+      fiber* f = o.fibers.back();
+      o.fibers.pop_back();
+      return f;
+    }
+  }
+  return create_fiber();
+}
+
+void give_back(fiber* f) {
+  thread_state& s = state();
+  if (s.idle.size() < thread_cache) {
+    s.idle.push_back(f);
+    return;
+  }
+  {
+    auto& o = overflow();
+    std::lock_guard guard(o.lock);
+    if (o.fibers.size() < shared_cache) {
+      o.fibers.push_back(f);
+      return;
+    }
+  }
+  destroy(f);
+}
+
+// ---- switching, with the sanitizers told about every stack change --------------------
+
+// From the thread's own stack into `f`. Returns what the fiber asked for when it left.
+switch_request* enter(fiber* f) {
+  thread_state& s = state();
+  s.current = f;
+#if ROAM_TSAN_FIBERS
+  if (!s.tsan_native) s.tsan_native = __tsan_get_current_fiber();
+  __tsan_switch_to_fiber(f->tsan, 0);
+#endif
+#if ROAM_ASAN_FIBERS
+  void* fake = nullptr;
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  __sanitizer_start_switch_fiber(&fake, f->stack + page, f->stack_bytes - page);
+#endif
+  ctx::transfer_t back = ctx::jump_fcontext(f->context, f);
+#if ROAM_ASAN_FIBERS
+  __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#endif
+  f->context = back.fctx;
+  state().current = nullptr;
+  return static_cast<switch_request*>(back.data);
+}
+
+// From the running fiber back to the thread's own stack. Returns when switched to again.
+void leave(switch_request* request) {
+  thread_state& s = state();
+#if ROAM_TSAN_FIBERS
+  __tsan_switch_to_fiber(s.tsan_native, 0);
+#endif
+#if ROAM_ASAN_FIBERS
+  void* fake = nullptr;
+  __sanitizer_start_switch_fiber(&fake, s.native_bottom, s.native_size);
+#endif
+  ctx::transfer_t t = ctx::jump_fcontext(s.native, request);
+  // Resumed, maybe by another thread: its own stack is the one to return to now.
+  thread_state& now = state();
+  now.native = t.fctx;
+#if ROAM_ASAN_FIBERS
+  __sanitizer_finish_switch_fiber(fake, &now.native_bottom, &now.native_size);
+#endif
+}
+
+void fiber_main(ctx::transfer_t t) {
+  auto* self = static_cast<fiber*>(t.data);
+  {
+    thread_state& s = state();
+    s.native = t.fctx;
+#if ROAM_ASAN_FIBERS
+    __sanitizer_finish_switch_fiber(nullptr, &s.native_bottom, &s.native_size);
+#endif
+  }
+  for (;;) {
+    work_item* item = self->item;
+    item->execute(item);
+    switch_request done{true, nullptr, nullptr};
+    leave(&done);  // back in the idle pool until given a new item
+  }
+}
+
+void resume_entry(work_item* w) {
+  // The resume item is a member of its fiber.
+  auto* f = reinterpret_cast<fiber*>(reinterpret_cast<std::byte*>(w) - offsetof(fiber, resume));
+  switch_request* r = enter(f);
+  if (r->done)
+    give_back(f);
+  else
+    r->park(f, r->arg);
+}
+
+}  // namespace
+
+void run_item(work_item* w) {
+  if (w->execute == &resume_entry) {
+    w->execute(w);
+    return;
+  }
+  fiber* f = take_idle();
+  f->item = w;
+  f->node = current_node();
+  switch_request* r = enter(f);
+  if (r->done)
+    give_back(f);
+  else
+    r->park(f, r->arg);  // the fiber's context is saved: it may be resumed from now on
+}
+
+bool on_fiber() noexcept { return state().current != nullptr; }
+
+void suspend(void (*park)(fiber*, void*), void* arg) {
+  switch_request request{false, park, arg};
+  leave(&request);
+}
+
+void resume_later(fiber* f) noexcept {
+  f->resume.execute = &resume_entry;
+  f->node->sched().push(&f->resume);
+}
+
+fiber*& next_waiter(fiber* f) noexcept { return f->next; }
+
+void set_fiber_stack_size(std::size_t bytes) noexcept { stack_size.store(bytes); }
+
+}  // namespace roam::detail

@@ -1,0 +1,121 @@
+// Handlers that wait are suspended, not nested: the scenarios that live-lock PREMA's
+// pthreads design (thesis Fig. 15) must finish, on one worker and on several.
+#include <roam/roam.hpp>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <vector>
+
+namespace {
+
+roam::config with_workers(unsigned workers, roam::node_id nodes = 1) {
+  roam::config cfg = roam::config::from_environment();
+  cfg.threads = workers;
+  if (cfg.transport != roam::transport_kind::mpi) {
+    cfg.transport = roam::transport_kind::inproc;
+    cfg.nodes = nodes;
+  }
+  // Only the workers run handlers: a waiting application thread could otherwise hide a
+  // live-lock by running the blocked work itself.
+  cfg.lend_app_thread = false;
+  return cfg;
+}
+
+// Fig. 15: T1 waits for T3's acknowledgement, T2 waits for T1's, T3 waits for nothing,
+// started in that order. With nested waiting on one worker, T2's wait would sit on top of
+// T1's on the same stack and never let T1 resume.
+struct acknowledgements {
+  roam::promise<void> from_t1, from_t3;
+  roam::future<void> t1_done, t3_done;
+  std::atomic<int> finished{0};
+  acknowledgements() : t1_done(from_t1.get_future()), t3_done(from_t3.get_future()) {}
+};
+std::unique_ptr<acknowledgements> acks;
+
+void t1() {
+  acks->t3_done.wait();
+  acks->from_t1.set_value();
+  acks->finished.fetch_add(1);
+}
+void t2() {
+  acks->t1_done.wait();
+  acks->finished.fetch_add(1);
+}
+void t3() {
+  acks->from_t3.set_value();
+  acks->finished.fetch_add(1);
+}
+
+}  // namespace
+
+class LiveLock : public ::testing::TestWithParam<unsigned> {};
+
+TEST_P(LiveLock, Figure15ScenarioFinishes) {
+  for (int round = 0; round < 20; ++round) {
+    acks = std::make_unique<acknowledgements>();
+    ASSERT_EQ(roam::run(with_workers(GetParam()),
+                        [] {
+                          if (roam::this_node() != 0) return;
+                          roam::send(0, t1);
+                          roam::send(0, t2);
+                          roam::send(0, t3);
+                          roam::wait_quiescence();
+                          EXPECT_EQ(acks->finished.load(), 3);
+                        }),
+              0);
+  }
+}
+
+namespace {
+// A chain: each handler calls the next node and waits for its answer.
+long chain(int left) {
+  if (left == 0) return 0;
+  return 1 + roam::call((roam::this_node() + 1) % roam::num_nodes(), chain, left - 1).get();
+}
+}  // namespace
+
+TEST_P(LiveLock, DeepChainOfWaitingCallsFinishes) {
+  long result = 0;
+  ASSERT_EQ(roam::run(with_workers(GetParam(), 2),
+                      [&result] {
+                        long mine = roam::this_node() == 0 ? roam::call(0, chain, 2000).get() : 0;
+                        result = roam::broadcast_value(mine, 0);
+                      }),
+            0);
+  // 2000 handlers suspended at once, none nested on another's stack.
+  EXPECT_EQ(result, 2000);
+}
+
+namespace {
+std::vector<roam::promise<void>> gates;
+std::vector<roam::future<void>> gate_futures;
+std::atomic<int> released{0};
+void wait_at_gate(int i) {
+  gate_futures[static_cast<std::size_t>(i)].wait();
+  released.fetch_add(1);
+}
+}  // namespace
+
+TEST_P(LiveLock, ThousandsOfHandlersSuspendAtOnce) {
+  static constexpr int count = 5000;
+  gates = std::vector<roam::promise<void>>(count);
+  gate_futures.clear();
+  for (auto& g : gates) gate_futures.push_back(g.get_future());
+  released = 0;
+  ASSERT_EQ(roam::run(with_workers(GetParam()),
+                      [] {
+                        if (roam::this_node() != 0) return;
+                        for (int i = 0; i < count; ++i) roam::send(0, wait_at_gate, i);
+                        // Open the gates in reverse order while all handlers are suspended.
+                        for (int i = count - 1; i >= 0; --i)
+                          gates[static_cast<std::size_t>(i)].set_value();
+                        roam::wait_quiescence();
+                        EXPECT_EQ(released.load(), count);
+                      }),
+            0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Workers, LiveLock, ::testing::Values(1u, 2u, 4u));
