@@ -3,9 +3,13 @@
 
 #include <roam/am/buffer.hpp>
 #include <roam/am/collectives.hpp>
+#include <roam/am/event.hpp>
+#include <roam/am/remote_promise.hpp>
 #include <roam/am/send.hpp>
 #include <roam/core/config.hpp>
 #include <roam/core/error.hpp>
 #include <roam/core/runtime.hpp>
 #include <roam/task/future.hpp>
+#include <roam/task/mutex.hpp>
+#include <roam/task/this_task.hpp>
 #include <roam/transport/node_id.hpp>

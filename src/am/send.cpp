@@ -31,8 +31,14 @@ std::string describe_exception(const std::exception_ptr& e, std::string& type) {
 }  // namespace roam::detail
 
 #include <roam/am/collectives.hpp>
+#include <roam/am/event.hpp>
 
 namespace roam::detail {
+
+std::uint64_t next_event_id() noexcept {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1);
+}
 
 node_runtime& collective_node(const char* caller, node_id root) {
   node_runtime& n = require_node(caller);

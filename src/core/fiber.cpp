@@ -14,6 +14,7 @@
 #include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #define ROAM_ASAN_FIBERS 1
 #endif
@@ -80,7 +81,16 @@ shared_idle& overflow() {
 }
 constexpr std::size_t thread_cache = 64, shared_cache = 1024;
 
+// A fiber stack's shadow memory may still say "poisoned" for frames that were live when
+// the fiber last ran; a later mapping at the same address would inherit it.
+void clear_shadow([[maybe_unused]] void* stack, [[maybe_unused]] std::size_t bytes) noexcept {
+#if ROAM_ASAN_FIBERS
+  __asan_unpoison_memory_region(stack, bytes);
+#endif
+}
+
 void destroy(fiber* f) noexcept {
+  clear_shadow(f->stack, f->stack_bytes);
 #if ROAM_TSAN_FIBERS
   __tsan_destroy_fiber(f->tsan);
 #endif
@@ -100,6 +110,7 @@ fiber* create_fiber() {
   void* map = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (map == MAP_FAILED) fatal("cannot map a " + std::to_string(bytes) + "-byte fiber stack");
+  clear_shadow(map, bytes);
   mprotect(map, page, PROT_NONE);  // a stack overflow faults instead of corrupting memory
   auto* f = new fiber;
   f->stack = static_cast<std::byte*>(map);
@@ -244,6 +255,16 @@ void suspend(void (*park)(fiber*, void*), void* arg) {
 void resume_later(fiber* f) noexcept {
   f->resume.execute = &resume_entry;
   f->node->sched().push(&f->resume);
+}
+
+void resume_after_others(fiber* f) noexcept {
+  f->resume.execute = &resume_entry;
+  f->node->sched().push_yielded(&f->resume);
+}
+
+void resume_at(fiber* f, std::chrono::steady_clock::time_point deadline) {
+  f->resume.execute = &resume_entry;
+  f->node->sched().push_at(deadline, &f->resume);
 }
 
 fiber*& next_waiter(fiber* f) noexcept { return f->next; }

@@ -15,6 +15,7 @@
 
 #include <roam/transport/message.hpp>
 
+#include <chrono>
 #include <cstddef>
 
 namespace roam::detail {
@@ -37,6 +38,11 @@ void suspend(void (*park)(fiber* f, void* arg), void* arg);
 /// Queues `f` to be resumed by a thread of its node. Any thread may call it, once per
 /// suspension.
 void resume_later(fiber* f) noexcept;
+
+/// Queues `f` to resume after the other work queued on its node (yield).
+void resume_after_others(fiber* f) noexcept;
+/// Queues `f` to resume once `deadline` has passed.
+void resume_at(fiber* f, std::chrono::steady_clock::time_point deadline);
 
 /// Intrusive link for lists of suspended fibers (waiters of one thing at a time).
 fiber*& next_waiter(fiber* f) noexcept;

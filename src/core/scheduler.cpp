@@ -94,23 +94,70 @@ void back_off(unsigned rounds) noexcept {
 }
 
 work_item* scheduler::find_work(int self) noexcept {
-  if (self >= 0)
-    if (work_item* w = queues_[self]->queue.pop()) return w;
-  if (work_item* w = inject_.queue.pop()) return w;
-  const auto n = static_cast<unsigned>(queues_.size());
-  if (n > (self >= 0 ? 1u : 0u)) {
-    unsigned start = next_random() % n;
-    for (unsigned k = 0; k < n; ++k) {
-      unsigned victim = (start + k) % n;
-      if (static_cast<int>(victim) == self) continue;
-      if (work_item* w = queues_[victim]->queue.pop()) return w;
+  // Yielded work goes last, except on every 32nd pick (fairness under a stream of work).
+  thread_local unsigned picks = 0;
+  if ((++picks & 31) == 0)
+    if (work_item* w = yielded_.queue.pop()) return w;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (self >= 0)
+      if (work_item* w = queues_[self]->queue.pop()) return w;
+    if (work_item* w = inject_.queue.pop()) return w;
+    const auto n = static_cast<unsigned>(queues_.size());
+    if (n > (self >= 0 ? 1u : 0u)) {
+      unsigned start = next_random() % n;
+      for (unsigned k = 0; k < n; ++k) {
+        unsigned victim = (start + k) % n;
+        if (static_cast<int>(victim) == self) continue;
+        if (work_item* w = queues_[victim]->queue.pop()) return w;
+      }
     }
+    if (work_item* w = yielded_.queue.pop()) return w;
+    if (!fire_due_timers()) break;  // timers queued work: look again
   }
   return nullptr;
 }
 
+void scheduler::push_yielded(work_item* w) noexcept {
+  yielded_.queue.push(w);
+  wake_if_nobody_searches();
+}
+
+void scheduler::push_at(std::chrono::steady_clock::time_point deadline, work_item* w) {
+  {
+    std::lock_guard guard(timer_lock_);
+    timers_.push_back({deadline, w});
+    std::push_heap(timers_.begin(), timers_.end(), std::greater<>{});
+    timer_count_.fetch_add(1, std::memory_order_seq_cst);
+  }
+  // A parked worker may be sleeping past the new deadline: let it recompute.
+  wake_one_worker();
+}
+
+bool scheduler::fire_due_timers() noexcept {
+  if (timer_count_.load(std::memory_order_relaxed) == 0) return false;
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<work_item*> due;
+  {
+    std::lock_guard guard(timer_lock_);
+    while (!timers_.empty() && timers_.front().deadline <= now) {
+      due.push_back(timers_.front().item);
+      std::pop_heap(timers_.begin(), timers_.end(), std::greater<>{});
+      timers_.pop_back();
+      timer_count_.fetch_sub(1);
+    }
+  }
+  for (work_item* w : due) push(w);
+  return !due.empty();
+}
+
+std::chrono::steady_clock::duration scheduler::until_next_timer() noexcept {
+  std::lock_guard guard(timer_lock_);
+  if (timers_.empty()) return std::chrono::steady_clock::duration::max();
+  return timers_.front().deadline - std::chrono::steady_clock::now();
+}
+
 bool scheduler::has_queued_work() const noexcept {
-  if (!inject_.queue.empty()) return true;
+  if (!inject_.queue.empty() || !yielded_.queue.empty()) return true;
   for (const auto& q : queues_)
     if (!q->queue.empty()) return true;
   return false;
@@ -141,14 +188,21 @@ bool scheduler::park_worker() {
   {
     std::unique_lock lock(park_lock_);
     if (wake_tokens_ == 0 && !stopping_.load()) {
+      // Sleep until woken, or until the next timer is due, or (with communication duty)
+      // until the network needs polling again: less often while another thread of the node
+      // spins and polls already.
+      using clock = std::chrono::steady_clock;
+      auto limit = clock::duration::max();
+      if (timer_count_.load() > 0) limit = std::max(until_next_timer(), clock::duration::zero());
       if (progress_) {
-        // Someone must keep polling the network, slowly; less often while another thread
-        // of the node spins (and polls) already.
         auto interval = searching_.load() > 0 ? 10 * opt_.poll : opt_.poll;
-        woken = park_cv_.wait_for(lock, interval,
-                                  [this] { return wake_tokens_ > 0 || stopping_.load(); });
-      } else
-        park_cv_.wait(lock, [this] { return wake_tokens_ > 0 || stopping_.load(); });
+        limit = std::min<clock::duration>(limit, interval);
+      }
+      auto wake = [this] { return wake_tokens_ > 0 || stopping_.load(); };
+      if (limit != clock::duration::max())
+        woken = park_cv_.wait_for(lock, limit, wake);
+      else
+        park_cv_.wait(lock, wake);
     }
     if (wake_tokens_ > 0) --wake_tokens_;
   }

@@ -51,8 +51,14 @@ class scheduler {
   /// Runs one queued item if there is one; the caller is worker `self` or a non-worker
   /// (-1). Returns false when nothing could be found.
   bool run_one(int self);
-  /// Takes one queued item (own queue, injection queue, then a random victim).
+  /// Takes one queued item (own queue, injection queue, a random victim, then yielded
+  /// work), firing due timers when nothing else is found.
   work_item* find_work(int self) noexcept;
+  /// Queues work that yielded: it runs after the other queued work (and at least every
+  /// 32nd pick, so a stream of new work cannot starve it).
+  void push_yielded(work_item* w) noexcept;
+  /// Queues `w` once `deadline` has passed.
+  void push_at(std::chrono::steady_clock::time_point deadline, work_item* w);
   /// A waiting thread announces that it spins looking for work (begin) and stops (end).
   /// Workers do not spin while a waiter does.
   void begin_spin() noexcept;
@@ -88,6 +94,17 @@ class scheduler {
   std::function<bool()> progress_;
   std::vector<std::unique_ptr<padded_queue>> queues_;
   padded_queue inject_;
+  padded_queue yielded_;
+  bool fire_due_timers() noexcept;
+  std::chrono::steady_clock::duration until_next_timer() noexcept;
+  struct timer {
+    std::chrono::steady_clock::time_point deadline;
+    work_item* item;
+    bool operator>(const timer& o) const noexcept { return deadline > o.deadline; }
+  };
+  std::mutex timer_lock_;
+  std::vector<timer> timers_;  // a min-heap on deadline
+  std::atomic<std::size_t> timer_count_{0};
   std::vector<std::thread> threads_;
 
   alignas(64) std::atomic<int> searching_{0};

@@ -96,6 +96,9 @@ future<T> make_future(std::shared_ptr<shared_state<T>> s) {
   return future<T>(std::move(s));
 }
 
+template <class T>
+std::shared_ptr<shared_state<T>> release_state(future<T>&& f);
+
 }  // namespace detail
 
 /// The consumer side of an asynchronous value.
@@ -174,6 +177,7 @@ class future {
   template <class>
   friend class future;
   friend future detail::make_future<T>(std::shared_ptr<detail::shared_state<T>>);
+  friend std::shared_ptr<detail::shared_state<T>> detail::release_state<T>(future<T>&&);
   explicit future(std::shared_ptr<detail::shared_state<T>> s) : state_(std::move(s)) {}
   void check() const {
     if (!state_) throw usage_error("roam: operation on an empty or already consumed future");
@@ -214,6 +218,102 @@ inline future<void> make_ready_future() {
   promise<void> p;
   p.set_value();
   return p.get_future();
+}
+
+namespace detail {
+template <class T>
+std::shared_ptr<shared_state<T>> release_state(future<T>&& f) {
+  f.check();
+  return std::move(f.state_);
+}
+}  // namespace detail
+
+/// A future of every value of `futures`, in their order (future<void> for futures of void),
+/// once all are ready. If any fails, the result fails with the first exception to arrive
+/// (after all have finished). Consumes the futures.
+template <class T>
+auto when_all(std::vector<future<T>> futures) {
+  using all_values = std::conditional_t<std::is_void_v<T>, void, std::vector<T>>;
+  struct gathering {
+    std::mutex lock;
+    std::size_t remaining;
+    std::vector<std::optional<detail::stored_t<T>>> values;
+    std::exception_ptr error;
+    promise<all_values> done;
+  };
+  auto g = std::make_shared<gathering>();
+  g->remaining = futures.size();
+  g->values.resize(futures.size());
+  auto result = g->done.get_future();
+  auto finish = [g] {
+    if (g->error) {
+      g->done.set_exception(g->error);
+    } else if constexpr (std::is_void_v<T>) {
+      g->done.set_value();
+    } else {
+      std::vector<T> out;
+      out.reserve(g->values.size());
+      for (auto& v : g->values) out.push_back(std::move(*v));
+      g->done.set_value(std::move(out));
+    }
+  };
+  if (futures.empty()) finish();
+  for (std::size_t i = 0; i < futures.size(); ++i) {
+    auto s = detail::release_state(std::move(futures[i]));
+    s->on_ready([g, s, i, finish] {
+      bool last;
+      {
+        std::lock_guard guard(g->lock);
+        if (s->has_error()) {
+          if (!g->error) g->error = s->error();
+        } else {
+          g->values[i].emplace(s->take());
+        }
+        last = --g->remaining == 0;
+      }
+      if (last) finish();
+    });
+  }
+  return result;
+}
+
+/// Which future of when_any() became ready first, and its value.
+template <class T>
+struct when_any_result {
+  std::size_t index;
+  T value;
+};
+template <>
+struct when_any_result<void> {
+  std::size_t index;
+};
+
+/// A future of the first of `futures` to become ready (its index and value, or its
+/// exception). The others keep running; their results are dropped. Consumes the futures;
+/// `futures` must not be empty.
+template <class T>
+future<when_any_result<T>> when_any(std::vector<future<T>> futures) {
+  if (futures.empty()) throw usage_error("roam::when_any of no futures");
+  struct race {
+    std::atomic<bool> decided{false};
+    promise<when_any_result<T>> done;
+  };
+  auto r = std::make_shared<race>();
+  auto result = r->done.get_future();
+  for (std::size_t i = 0; i < futures.size(); ++i) {
+    auto s = detail::release_state(std::move(futures[i]));
+    s->on_ready([r, s, i] {
+      if (r->decided.exchange(true)) return;
+      if (s->has_error()) {
+        r->done.set_exception(s->error());
+      } else if constexpr (std::is_void_v<T>) {
+        r->done.set_value(when_any_result<void>{i});
+      } else {
+        r->done.set_value(when_any_result<T>{i, s->take()});
+      }
+    });
+  }
+  return result;
 }
 
 }  // namespace roam

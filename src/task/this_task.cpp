@@ -1,0 +1,48 @@
+#include <roam/task/this_task.hpp>
+
+#include "../core/fiber.hpp"
+#include "../core/node_runtime.hpp"
+
+#include <thread>
+
+namespace roam::this_task {
+
+bool is_suspendable() noexcept { return detail::on_fiber(); }
+
+void yield() {
+  if (detail::on_fiber()) {
+    detail::suspend([](detail::fiber* f, void*) { detail::resume_after_others(f); }, nullptr);
+    return;
+  }
+  if (detail::node_runtime* n = detail::current_node()) {
+    if (detail::work_item* w = n->sched().find_work(detail::current_worker())) {
+      detail::run_item(w);
+      return;
+    }
+  }
+  std::this_thread::yield();
+}
+
+void sleep_until(std::chrono::steady_clock::time_point deadline) {
+  if (detail::on_fiber()) {
+    detail::suspend(
+        [](detail::fiber* f, void* at) {
+          detail::resume_at(f, *static_cast<std::chrono::steady_clock::time_point*>(at));
+        },
+        &deadline);
+    return;
+  }
+  detail::node_runtime* n = detail::current_node();
+  while (std::chrono::steady_clock::now() < deadline) {
+    // An application thread keeps its node's work going while it sleeps.
+    if (n)
+      if (detail::work_item* w = n->sched().find_work(detail::current_worker())) {
+        detail::run_item(w);
+        continue;
+      }
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+        deadline - std::chrono::steady_clock::now(), std::chrono::microseconds(100)));
+  }
+}
+
+}  // namespace roam::this_task
