@@ -11,5 +11,6 @@
 #include <roam/core/runtime.hpp>
 #include <roam/task/future.hpp>
 #include <roam/task/mutex.hpp>
+#include <roam/task/tasklet.hpp>
 #include <roam/task/this_task.hpp>
 #include <roam/transport/node_id.hpp>

@@ -173,6 +173,7 @@ int run_spmd(config cfg, std::function<void()> body) {
 
   auto application = [&](node_runtime& n) {
     bind_thread_to_node(&n);
+    mark_application_thread(true);
     try {
       body();
     } catch (const std::exception& e) {
@@ -193,6 +194,7 @@ int run_spmd(config cfg, std::function<void()> body) {
         post(n, make_system_message(d, stop_handler, nullptr, 0));
     }
     wait(n.stop);
+    mark_application_thread(false);
     bind_thread_to_node(nullptr);
   };
 

@@ -11,6 +11,7 @@ namespace roam::detail {
 namespace {
 
 thread_local int tl_worker = -1;
+thread_local bool tl_is_application_thread = false;
 
 // xorshift: victim selection needs speed, not quality.
 thread_local std::uint32_t tl_random = 0x9e3779b9u;
@@ -35,10 +36,13 @@ struct topology {
 }  // namespace
 
 [[gnu::noinline]] int current_worker() noexcept { return tl_worker; }
+void mark_application_thread(bool yes) noexcept { tl_is_application_thread = yes; }
 
 scheduler::scheduler(node_runtime& node, options opt, std::function<bool()> progress)
     : node_(node), opt_(opt), progress_(std::move(progress)) {
   for (unsigned i = 0; i < opt_.workers; ++i) queues_.push_back(std::make_unique<padded_queue>());
+  for (unsigned i = 0; i <= opt_.workers; ++i)
+    deques_.push_back(std::make_unique<work_stealing_deque>());
 }
 
 scheduler::~scheduler() { stop(); }
@@ -99,6 +103,8 @@ work_item* scheduler::find_work(int self) noexcept {
   if ((++picks & 31) == 0)
     if (work_item* w = yielded_.queue.pop()) return w;
   for (int attempt = 0; attempt < 2; ++attempt) {
+    if (work_stealing_deque* d = own_deque())
+      if (work_item* w = d->pop()) return w;  // newest own tasklet first (work-first)
     if (self >= 0)
       if (work_item* w = queues_[self]->queue.pop()) return w;
     if (work_item* w = inject_.queue.pop()) return w;
@@ -111,6 +117,7 @@ work_item* scheduler::find_work(int self) noexcept {
         if (work_item* w = queues_[victim]->queue.pop()) return w;
       }
     }
+    if (work_item* w = steal_tasklet()) return w;
     if (work_item* w = yielded_.queue.pop()) return w;
     if (!fire_due_timers()) break;  // timers queued work: look again
   }
@@ -156,8 +163,28 @@ std::chrono::steady_clock::duration scheduler::until_next_timer() noexcept {
   return timers_.front().deadline - std::chrono::steady_clock::now();
 }
 
+work_stealing_deque* scheduler::own_deque() noexcept {
+  if (current_node() != &node_) return nullptr;
+  if (tl_worker >= 0) return deques_[static_cast<std::size_t>(tl_worker)].get();
+  return tl_is_application_thread ? deques_.back().get() : nullptr;
+}
+
+work_item* scheduler::steal_tasklet() noexcept {
+  const work_stealing_deque* mine = own_deque();
+  const auto n = static_cast<unsigned>(deques_.size());
+  const unsigned start = next_random() % n;
+  for (unsigned k = 0; k < n; ++k) {
+    work_stealing_deque* d = deques_[(start + k) % n].get();
+    if (d == mine) continue;
+    if (work_item* w = d->steal()) return w;
+  }
+  return nullptr;
+}
+
 bool scheduler::has_queued_work() const noexcept {
   if (!inject_.queue.empty() || !yielded_.queue.empty()) return true;
+  for (const auto& d : deques_)
+    if (!d->empty()) return true;
   for (const auto& q : queues_)
     if (!q->queue.empty()) return true;
   return false;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "work_queue.hpp"
+#include "work_stealing_deque.hpp"
 
 #include <roam/core/config.hpp>
 
@@ -54,6 +55,13 @@ class scheduler {
   /// Takes one queued item (own queue, injection queue, a random victim, then yielded
   /// work), firing due timers when nothing else is found.
   work_item* find_work(int self) noexcept;
+  /// The tasklet deque of the calling thread: its worker's, or the application thread's;
+  /// nullptr for other threads.
+  work_stealing_deque* own_deque() noexcept;
+  /// Takes the oldest tasklet of a random other deque of this node.
+  work_item* steal_tasklet() noexcept;
+  /// Wakes a parked worker if none is looking for work (after queuing work elsewhere).
+  void notify_new_work() noexcept { wake_if_nobody_searches(); }
   /// Queues work that yielded: it runs after the other queued work (and at least every
   /// 32nd pick, so a stream of new work cannot starve it).
   void push_yielded(work_item* w) noexcept;
@@ -95,6 +103,7 @@ class scheduler {
   std::vector<std::unique_ptr<padded_queue>> queues_;
   padded_queue inject_;
   padded_queue yielded_;
+  std::vector<std::unique_ptr<work_stealing_deque>> deques_;  // workers', then the app thread's
   bool fire_due_timers() noexcept;
   std::chrono::steady_clock::duration until_next_timer() noexcept;
   struct timer {
@@ -122,6 +131,9 @@ class scheduler {
 
 /// Capped exponential back-off step of an idle thread.
 void back_off(unsigned rounds) noexcept;
+
+/// Marks the calling thread as its node's application thread (it gets a tasklet deque).
+void mark_application_thread(bool yes) noexcept;
 
 /// The calling thread's worker index on its node, or -1 when it is not a worker.
 int current_worker() noexcept;

@@ -1,0 +1,87 @@
+#include <roam/task/tasklet.hpp>
+
+#include "../core/fiber.hpp"
+#include "../core/node_runtime.hpp"
+
+namespace roam::detail {
+namespace {
+
+// Marks a tasklet whose completion has been announced (no joiner may park after it).
+fiber* const finished_mark = reinterpret_cast<fiber*>(alignof(fiber*));
+
+void complete(tasklet* t) noexcept {
+  t->finished.store(true, std::memory_order_release);
+  fiber* joiner = t->joiner.exchange(finished_mark, std::memory_order_acq_rel);
+  if (joiner) resume_later(joiner);
+}
+
+void run_tasklet(work_item* w) {
+  auto* t = static_cast<tasklet*>(w);
+  t->body(t);
+  complete(t);
+}
+
+// On the thread's own stack once the joining fiber is saved.
+void park_join(fiber* f, void* arg) {
+  auto* t = static_cast<tasklet*>(arg);
+  fiber* none = nullptr;
+  if (!t->joiner.compare_exchange_strong(none, f, std::memory_order_acq_rel))
+    resume_later(f);  // done already
+}
+
+}  // namespace
+
+void spawn_tasklet(tasklet* t) {
+  t->execute = &run_tasklet;
+  node_runtime* n = current_node();
+  if (!n) throw usage_error("roam::spawn called from a thread that belongs to no node");
+  if (work_stealing_deque* d = n->sched().own_deque()) {
+    if (d->push(t)) {
+      n->sched().notify_new_work();
+      return;
+    }
+    run_tasklet(t);  // the deque is full: run it now, which is always correct
+    return;
+  }
+  n->sched().push(t);  // a thread without a deque (communication thread)
+}
+
+void join_tasklet(tasklet* t) {
+  if (t->finished.load(std::memory_order_acquire)) return;
+  node_runtime* n = current_node();
+  unsigned rounds = 0;
+  while (!t->finished.load(std::memory_order_acquire)) {
+    scheduler& s = n->sched();
+    // Help first: own tasklets (newest first), then other threads' oldest ones, run here.
+    if (work_stealing_deque* d = s.own_deque())
+      if (work_item* w = d->pop()) {
+        w->execute(w);
+        rounds = 0;
+        continue;
+      }
+    if (work_item* w = s.steal_tasklet()) {
+      w->execute(w);
+      rounds = 0;
+      continue;
+    }
+    if (on_fiber()) {
+      suspend(park_join, t);  // the worker runs other work until the tasklet completes
+      continue;
+    }
+    // The application thread cannot be suspended: it runs other work of its node.
+    if (work_item* w = s.find_work(current_worker())) {
+      run_item(w);
+      rounds = 0;
+      continue;
+    }
+    back_off(rounds++);
+  }
+}
+
+std::size_t default_grain(std::size_t iterations) noexcept {
+  node_runtime* n = current_node();
+  const std::size_t workers = n ? n->sched().workers() : 1;
+  return std::max<std::size_t>(1, iterations / (8 * workers));
+}
+
+}  // namespace roam::detail

@@ -1,0 +1,134 @@
+// Tasklets: fork-join trees checked against serial results, on 1, 2 and 4 workers.
+#include <roam/roam.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+namespace {
+
+roam::config with_workers(unsigned workers) {
+  roam::config cfg;
+  cfg.transport = roam::transport_kind::inproc;
+  cfg.nodes = 1;
+  cfg.threads = workers;
+  return cfg;
+}
+
+long fib(int n) {
+  if (n < 2) return n;
+  auto left = roam::spawn([n] { return fib(n - 1); });
+  const long right = fib(n - 2);
+  return left.join() + right;
+}
+long serial_fib(int n) { return n < 2 ? n : serial_fib(n - 1) + serial_fib(n - 2); }
+
+// A tree with a random fan-out (0-5 children) per node, fixed by the seed.
+long random_tree(std::uint32_t seed, int depth) {
+  std::minstd_rand rng(seed);
+  if (depth == 0) return 1;
+  const int children = static_cast<int>(rng() % 6);
+  std::vector<roam::task<long>> kids;
+  for (int c = 0; c < children; ++c) {
+    const auto child_seed = static_cast<std::uint32_t>(rng());
+    kids.push_back(roam::spawn([child_seed, depth] { return random_tree(child_seed, depth - 1); }));
+  }
+  long total = 1;
+  for (auto& k : kids) total += k.join();
+  return total;
+}
+long serial_tree(std::uint32_t seed, int depth) {
+  std::minstd_rand rng(seed);
+  if (depth == 0) return 1;
+  const int children = static_cast<int>(rng() % 6);
+  long total = 1;
+  for (int c = 0; c < children; ++c)
+    total += serial_tree(static_cast<std::uint32_t>(rng()), depth - 1);
+  return total;
+}
+
+}  // namespace
+
+class Tasklets : public ::testing::TestWithParam<unsigned> {};
+
+TEST_P(Tasklets, FibMatchesSerial) {
+  long got = 0;
+  ASSERT_EQ(roam::run(with_workers(GetParam()),
+                      [&got] {
+                        // From the application thread and from inside a handler.
+                        got = fib(22);
+                        EXPECT_EQ(roam::call(0, [] { return fib(20); }).get(), serial_fib(20));
+                      }),
+            0);
+  EXPECT_EQ(got, serial_fib(22));
+}
+
+TEST_P(Tasklets, RandomFanOutTreesMatchSerial) {
+  ASSERT_EQ(roam::run(with_workers(GetParam()),
+                      [] {
+                        for (std::uint32_t seed : {3u, 17u, 99u})
+                          EXPECT_EQ(random_tree(seed, 7), serial_tree(seed, 7)) << seed;
+                      }),
+            0);
+}
+
+TEST_P(Tasklets, ParallelForAndReduceCoverEveryIndexOnce) {
+  ASSERT_EQ(roam::run(with_workers(GetParam()),
+                      [] {
+                        std::vector<std::atomic<int>> hits(100000);
+                        roam::parallel_for(std::size_t{0}, hits.size(),
+                                           [&hits](std::size_t i) { hits[i].fetch_add(1); });
+                        for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+                        const long sum = roam::parallel_reduce(
+                            0L, 1000000L, 0L, [](long i) { return i; },
+                            [](long a, long b) { return a + b; });
+                        EXPECT_EQ(sum, 1000000L * 999999 / 2);
+                        EXPECT_EQ(roam::parallel_reduce(
+                                      5, 5, 42, [](int) { return 1; },
+                                      [](int a, int b) { return a + b; }),
+                                  42);
+                      }),
+            0);
+}
+
+TEST_P(Tasklets, ExceptionsReachJoin) {
+  ASSERT_EQ(roam::run(with_workers(GetParam()),
+                      [] {
+                        auto t =
+                            roam::spawn([]() -> int { throw std::invalid_argument("bad piece"); });
+                        EXPECT_THROW(t.join(), std::invalid_argument);
+                        EXPECT_THROW(roam::parallel_for(0, 1000,
+                                                        [](int i) {
+                                                          if (i == 777)
+                                                            throw std::range_error("777");
+                                                        }),
+                                     std::range_error);
+                      }),
+            0);
+}
+
+TEST_P(Tasklets, JoinSuspendsWhenTheTaskletWaits) {
+  // A tasklet that waits on a future: its joiner suspends (or helps) instead of blocking.
+  ASSERT_EQ(roam::run(with_workers(GetParam()),
+                      [] {
+                        auto result = roam::call(0, [] {
+                          roam::promise<int> p;
+                          auto f = p.get_future();
+                          auto waiting = roam::spawn([&f] { return f.get() * 2; });
+                          auto setter = roam::spawn([&p] {
+                            roam::this_task::yield();
+                            p.set_value(21);
+                          });
+                          setter.join();
+                          return waiting.join();
+                        });
+                        EXPECT_EQ(result.get(), 42);
+                      }),
+            0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Workers, Tasklets, ::testing::Values(1u, 2u, 4u));
