@@ -1,0 +1,75 @@
+// Costs of the task layer on one worker:
+// - handler_ns: an empty handler sent to the own node, created, run on a fiber, completed;
+// - tasklet_ns: spawn + join of an empty tasklet (amortized over a loop);
+// - suspend_resume_ns: one suspend/resume round trip (a handler yielding with nothing else
+//   to run: suspend, requeue, resume).
+//   ./run bench spawn [--json] [--count N]
+#include "bench_report.hpp"
+
+#include <roam/roam.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+long count = 2000000;
+
+void empty_handler() {}
+// Batches chained so that at most two are queued (memory stays bounded).
+void send_batch(long remaining) {
+  constexpr long batch = 1024;
+  for (long i = 0; i < std::min(batch, remaining); ++i)
+    roam::send(roam::this_node(), empty_handler);
+  if (remaining > batch) roam::send(roam::this_node(), send_batch, remaining - batch);
+}
+
+double per_item_ns(clock_type::time_point start, long items) {
+  return std::chrono::duration<double, std::nano>(clock_type::now() - start).count() /
+         static_cast<double>(items);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool json = roam_bench::wants_json(argc, argv);
+  count = roam_bench::option(argc, argv, "--count", count);
+  roam::config cfg;
+  cfg.transport = roam::transport_kind::inproc;
+  cfg.nodes = 1;
+  cfg.threads = 1;
+  cfg.lend_app_thread = false;
+  double handler_ns = 0, tasklet_ns = 0, suspend_ns = 0;
+  roam::run(cfg, [&] {
+    for (int round = 0; round < 2; ++round) {  // the first round warms pools
+      // Handlers: a batch sent from a handler on the worker, timed until all have run.
+      auto start = clock_type::now();
+      roam::send(0, send_batch, count);
+      roam::wait_quiescence();
+      handler_ns = per_item_ns(start, count);
+
+      tasklet_ns = roam::call(0, [] {
+                     const auto t0 = clock_type::now();
+                     for (long i = 0; i < count; ++i) roam::spawn([] {}).join();
+                     return per_item_ns(t0, count);
+                   }).get();
+
+      suspend_ns = roam::call(0, [] {
+                     const auto t0 = clock_type::now();
+                     for (long i = 0; i < count; ++i) roam::this_task::yield();
+                     return per_item_ns(t0, count);
+                   }).get();
+    }
+  });
+  std::printf("%-22s %10s\n", "operation", "ns");
+  std::printf("%-22s %10.1f\n%-22s %10.1f\n%-22s %10.1f\n", "handler", handler_ns,
+              "tasklet spawn+join", tasklet_ns, "suspend/resume", suspend_ns);
+  if (json)
+    std::printf(
+        "{\"bench\":\"spawn\",\"handler_ns\":%s,\"tasklet_ns\":%s,\"suspend_resume_ns\":%s}\n",
+        roam_bench::number(handler_ns).c_str(), roam_bench::number(tasklet_ns).c_str(),
+        roam_bench::number(suspend_ns).c_str());
+  return 0;
+}
