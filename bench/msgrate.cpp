@@ -3,6 +3,7 @@
 // (the JSON reports roam's rate only).
 //   ./run bench msgrate [--json] [--messages N]   (starts 2 ranks itself)
 #include "bench_report.hpp"
+#include "mpi_pair.hpp"
 
 #include <roam/roam.hpp>
 
@@ -44,15 +45,7 @@ double raw_mpi_rate(long messages, int rank) {
 int main(int argc, char** argv) {
   const bool json = roam_bench::wants_json(argc, argv);
   const long messages = roam_bench::option(argc, argv, "--messages", 1000000);
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
-  int rank = 0, ranks = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  if (ranks != 2) {
-    if (rank == 0) std::fprintf(stderr, "msgrate needs exactly 2 ranks (mpiexec -n 2)\n");
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
+  const int rank = roam_bench::init_mpi_pair(argc, argv, "msgrate");
   const double mpi_rate = raw_mpi_rate(messages, rank);
 
   roam::config cfg = roam::config::from_environment();

@@ -2,6 +2,7 @@
 // 2 ranks in the same program run, plus roam between 2 virtual nodes of the inproc
 // transport. Run with `./run bench pingpong [--json]` (it starts 2 ranks itself).
 #include "bench_report.hpp"
+#include "mpi_pair.hpp"
 
 #include <roam/roam.hpp>
 
@@ -94,15 +95,7 @@ int main(int argc, char** argv) {
       static_cast<std::size_t>(roam_bench::option(argc, argv, "--max-bytes", 4194304));
   const auto min_bytes = static_cast<std::size_t>(roam_bench::option(argc, argv, "--min-bytes", 0));
   std::erase_if(sizes, [=](std::size_t s) { return s > max_bytes || s < min_bytes; });
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
-  int rank = 0, ranks = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  if (ranks != 2) {
-    if (rank == 0) std::fprintf(stderr, "pingpong needs exactly 2 ranks (mpiexec -n 2)\n");
-    MPI_Abort(MPI_COMM_WORLD, 2);
-  }
+  const int rank = roam_bench::init_mpi_pair(argc, argv, "pingpong");
 
   std::vector<double> mpi_us;
   mpi_us.reserve(sizes.size());

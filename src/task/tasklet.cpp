@@ -10,8 +10,11 @@ namespace {
 fiber* const finished_mark = reinterpret_cast<fiber*>(alignof(fiber*));
 
 void complete(tasklet* t) noexcept {
-  t->finished.store(true, std::memory_order_release);
+  // Publishing `finished` must be the last access to the tasklet: a joiner that sees it
+  // may destroy the tasklet at once. A joiner parking in between finds the mark and
+  // resumes itself (and retries until `finished` is visible).
   fiber* joiner = t->joiner.exchange(finished_mark, std::memory_order_acq_rel);
+  t->finished.store(true, std::memory_order_release);
   if (joiner) resume_later(joiner);
 }
 

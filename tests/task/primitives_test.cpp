@@ -49,8 +49,11 @@ TEST(Yield, LetsQueuedWorkRunFirstEvenOnOneWorker) {
   run_everywhere(
       [] {
         if (roam::this_node() != 0) return;
-        roam::send(0, spinner);
-        roam::send(0, other);
+        // Both are queued by one handler, so both wait before the worker takes either.
+        roam::send(0, [] {
+          roam::send(0, spinner);
+          roam::send(0, other);
+        });
         roam::wait_quiescence();
         EXPECT_TRUE(others_ran.load());
         EXPECT_LE(yields_before_others.load(), 2);

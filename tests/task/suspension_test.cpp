@@ -83,12 +83,16 @@ TEST_P(LiveLock, DeepChainOfWaitingCallsFinishes) {
                       [&result] {
                         long mine = roam::this_node() == 0 ? roam::call(0, chain, 2000).get() : 0;
                         mine = roam::broadcast_value(mine, 0);
+                        EXPECT_EQ(mine, 2000);  // on every node
                         // One writer: in one process the virtual nodes share the test's locals.
                         if (roam::this_node() == 0) result = mine;
                       }),
             0);
-  // 2000 handlers suspended at once, none nested on another's stack.
-  EXPECT_EQ(result, 2000);
+  // 2000 handlers suspended at once, none nested on another's stack. Under mpi only rank 0
+  // has node 0's copy.
+  if (roam::config::from_environment().transport != roam::transport_kind::mpi) {
+    EXPECT_EQ(result, 2000);
+  }
 }
 
 namespace {
