@@ -305,6 +305,7 @@ void wait(waitable& w) {
   auto end_spin = [&] {
     if (run_work) s.end_spin();
   };
+  bool glance = false;  // woken by the timer only: look once, then sleep again
   begin_spin();
   while (!w.ready()) {
     if (run_work) {
@@ -313,24 +314,29 @@ void wait(waitable& w) {
         run_item(item);
         begin_spin();
         rounds = 0;
+        glance = false;
         continue;
       }
     }
     if (s.progress()) {
       rounds = 0;
+      glance = false;
       continue;
     }
-    if (rounds == 0) since = std::chrono::steady_clock::now();
-    back_off(rounds++);
-    // Reading the clock costs as much as a round; look every 32 rounds. A waiter that runs
-    // no work has nothing to gain from spinning (and takes a core from those that do), so
-    // it parks after its first look.
-    if ((rounds & 31) != 31) continue;
-    if (run_work && std::chrono::steady_clock::now() - since < s.spin_budget()) continue;
+    if (!glance) {
+      if (rounds == 0) since = std::chrono::steady_clock::now();
+      back_off(rounds++);
+      // Reading the clock costs as much as a round; look every 32 rounds. A waiter that
+      // runs no work has nothing to gain from spinning (and takes a core from those that
+      // do), so it parks after its first look.
+      if ((rounds & 31) != 31) continue;
+      if (run_work && std::chrono::steady_clock::now() - since < s.spin_budget()) continue;
+    }
     end_spin();
-    std::uint64_t epoch = s.waiter_epoch();
+    const std::uint64_t epoch = s.waiter_epoch();
     if (!w.ready())
       s.park_waiter(epoch, s.has_progress() ? s.poll_interval() : std::chrono::milliseconds(1));
+    glance = s.waiter_epoch() == epoch;  // nobody woke us: the timer did
     begin_spin();
     rounds = 0;
   }
