@@ -42,7 +42,7 @@ struct fiber {
 
 namespace {
 
-std::atomic<std::size_t> stack_size{128 * 1024};
+std::atomic<std::size_t> stack_size{std::size_t{128} * 1024};
 
 // What a fiber asks of the thread it leaves.
 struct switch_request {

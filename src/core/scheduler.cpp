@@ -100,8 +100,10 @@ void back_off(unsigned rounds) noexcept {
 work_item* scheduler::find_work(int self) noexcept {
   // Yielded work goes last, except on every 32nd pick (fairness under a stream of work).
   thread_local unsigned picks = 0;
-  if ((++picks & 31) == 0)
+  if ((++picks & 31) == 0) {
+    fire_due_timers();  // sleepers are not starved by a stream of work either
     if (work_item* w = yielded_.queue.pop()) return w;
+  }
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (work_stealing_deque* d = own_deque())
       if (work_item* w = d->pop()) return w;  // newest own tasklet first (work-first)

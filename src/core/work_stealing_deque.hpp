@@ -28,7 +28,10 @@ class work_stealing_deque {
     const std::int64_t t = top_.load(std::memory_order_acquire);
     if (b - t > mask_) return false;
     slots_[b & mask_].store(w, std::memory_order_relaxed);
-    bottom_.store(b + 1, std::memory_order_release);
+    // seq_cst, not just release: the spawner next reads the scheduler's sleepers count, and
+    // a parked worker re-reads the deques after raising it. Both sides must be in the one
+    // seq_cst order, or the push and the park can miss each other (a lost wake-up).
+    bottom_.store(b + 1, std::memory_order_seq_cst);
     return true;
   }
 

@@ -3,6 +3,8 @@
 #include "../core/fiber.hpp"
 #include "../core/node_runtime.hpp"
 
+#include <thread>
+
 namespace roam::detail {
 namespace {
 
@@ -52,26 +54,38 @@ void spawn_tasklet(tasklet* t) {
 void join_tasklet(tasklet* t) {
   if (t->finished.load(std::memory_order_acquire)) return;
   node_runtime* n = current_node();
+  if (!n) {  // a thread of no node (a task handle moved there): nothing to help with
+    while (!t->finished.load(std::memory_order_acquire)) std::this_thread::yield();
+    return;
+  }
   unsigned rounds = 0;
   while (!t->finished.load(std::memory_order_acquire)) {
     scheduler& s = n->sched();
-    // Help first: own tasklets (newest first), then other threads' oldest ones, run here.
+    if (on_fiber()) {
+      // A task runs inline only the tasklet it joins, when that is the newest on its
+      // thread's deque (the common fork-join case). Anything else would run on the
+      // joiner's stack: unrelated work could then wait for something the joiner holds (a
+      // roam::mutex) or nest without bound. It goes back, and the joiner suspends; the
+      // worker runs that work on fibers of its own.
+      if (work_stealing_deque* d = s.own_deque())
+        if (work_item* w = d->pop()) {
+          if (w == t) {
+            w->execute(w);
+            continue;
+          }
+          if (!d->push(w)) w->execute(w);  // cannot happen: a slot was just freed
+        }
+      suspend(park_join, t);
+      continue;
+    }
+    // The application thread cannot be suspended: it helps with its own tasklets, steals,
+    // then runs other work of its node.
     if (work_stealing_deque* d = s.own_deque())
       if (work_item* w = d->pop()) {
         w->execute(w);
         rounds = 0;
         continue;
       }
-    if (work_item* w = s.steal_tasklet()) {
-      w->execute(w);
-      rounds = 0;
-      continue;
-    }
-    if (on_fiber()) {
-      suspend(park_join, t);  // the worker runs other work until the tasklet completes
-      continue;
-    }
-    // The application thread cannot be suspended: it runs other work of its node.
     if (work_item* w = s.find_work(current_worker())) {
       run_item(w);
       rounds = 0;

@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <numeric>
 #include <random>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -132,3 +134,34 @@ TEST_P(Tasklets, JoinSuspendsWhenTheTaskletWaits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, Tasklets, ::testing::Values(1u, 2u, 4u));
+
+TEST(TaskletWakeUp, ParkedWorkersAreWokenToStealFromAWaitingApplicationThread) {
+  roam::config cfg = with_workers(2);
+  cfg.lend_app_thread = false;  // the application thread only waits: workers must steal
+  ASSERT_EQ(roam::run(cfg,
+                      [] {
+                        for (int round = 0; round < 200; ++round) {
+                          roam::promise<int> p;
+                          auto f = p.get_future();
+                          auto t = roam::spawn([&p, round] { p.set_value(round); });
+                          EXPECT_EQ(f.get(), round);
+                          t.join();
+                          // Let the workers park again before the next round.
+                          if (round % 20 == 0)
+                            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                        }
+                      }),
+            0);
+}
+
+TEST(TaskletWakeUp, JoinFromAThreadOfNoNodeWaits) {
+  ASSERT_EQ(roam::run(with_workers(2),
+                      [] {
+                        auto t = roam::spawn([] { return 7; });
+                        int got = 0;
+                        std::thread other([&t, &got] { got = t.join(); });
+                        other.join();
+                        EXPECT_EQ(got, 7);
+                      }),
+            0);
+}

@@ -77,6 +77,9 @@ struct event_signal {
     std::vector<T> values;
     {
       std::lock_guard guard(slot->lock);
+      if (slot->remaining == 0)
+        throw usage_error("roam: signal for event " + std::to_string(id) + " on node " +
+                          std::to_string(id_of(node)) + ", which has already fired");
       slot->values.push_back(std::move(value));
       if (--slot->remaining == 0) {
         fire = std::move(slot->handler);

@@ -9,9 +9,12 @@
 //   application thread's). The owner takes its newest tasklets first; idle threads of the
 //   node steal the oldest. Tasklets and handlers share the node's workers: there is no
 //   second thread pool.
-// - join() never idles: until the tasklet is done it runs tasklets from its own deque,
-//   then steals; with nothing to take, a handler or tasklet is suspended (its worker runs
-//   other work) and the application thread runs other work of its node.
+// - join() never idles. Inside a handler or tasklet it runs the joined tasklet inline when
+//   that is the newest on its thread's deque (the common fork-join case, no context
+//   switch); otherwise the task is suspended and its worker runs other work (never
+//   unrelated tasklets on the joiner's stack, which could then wait for a roam::mutex the
+//   joiner holds, or nest without bound). The application thread, which cannot be
+//   suspended, runs its own tasklets, steals, and runs other work of its node.
 // - A tasklet may run on any thread of the spawning node, maybe the joining thread itself
 //   (inside join). It may capture references to the spawner's locals: join() is the only
 //   way to finish with a task, and a task destroyed unjoined joins first.

@@ -52,7 +52,9 @@ class deserialization_error : public error {
 /// node can wait for while running other work.
 class waitable {
  public:
-  bool ready() const noexcept { return ready_.load(std::memory_order_acquire); }
+  // seq_cst: it is the re-check of a store-then-load handshake with mark_ready() (a waiter
+  // raises waiters_, then reads ready_; the setter stores ready_, then reads waiters_).
+  bool ready() const noexcept { return ready_.load(std::memory_order_seq_cst); }
 
  protected:
   /// Marks ready and wakes every thread waiting through wait(). Call once.
