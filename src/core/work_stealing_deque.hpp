@@ -39,7 +39,8 @@ class work_stealing_deque {
   work_item* pop() noexcept {
     // Cheap test first: only the owner moves bottom_ and thieves only raise top_, so an
     // empty deque seen here is empty (idle loops call this constantly).
-    if (bottom_.load(std::memory_order_relaxed) <= top_.load(std::memory_order_relaxed)) return nullptr;
+    if (bottom_.load(std::memory_order_relaxed) <= top_.load(std::memory_order_relaxed))
+      return nullptr;
     const std::int64_t b = bottom_.load(std::memory_order_relaxed) - 1;
     bottom_.store(b, std::memory_order_seq_cst);
     std::int64_t t = top_.load(std::memory_order_seq_cst);
@@ -60,7 +61,8 @@ class work_stealing_deque {
   /// Any thread: the oldest item, or nullptr (empty, or lost a race).
   work_item* steal() noexcept {
     // A stale "empty" only delays a thief to its next look; parking re-checks with empty().
-    if (top_.load(std::memory_order_relaxed) >= bottom_.load(std::memory_order_relaxed)) return nullptr;
+    if (top_.load(std::memory_order_relaxed) >= bottom_.load(std::memory_order_relaxed))
+      return nullptr;
     std::int64_t t = top_.load(std::memory_order_seq_cst);
     const std::int64_t b = bottom_.load(std::memory_order_seq_cst);
     if (t >= b) return nullptr;

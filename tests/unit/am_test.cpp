@@ -405,6 +405,24 @@ TEST(Futures, PromisesContinuationsAndReadyFutures) {
     auto vf = v.get_future();
     v.set_exception(std::make_exception_ptr(std::runtime_error("x")));
     EXPECT_THROW(vf.get(), std::runtime_error);
+    static_assert(!std::is_copy_constructible_v<roam::promise<int>>);
+    roam::future<int> orphan;
+    bool continued_with_error = false;
+    roam::future<int> chained;
+    {
+      roam::promise<int> dropped;
+      orphan = dropped.get_future();
+    }  // destroyed unfulfilled: the future fails instead of waiting forever
+    EXPECT_THROW(orphan.get(), roam::broken_promise);
+    {
+      roam::promise<int> dropped;
+      chained = dropped.get_future().then([&continued_with_error](int v) {
+        continued_with_error = true;
+        return v;
+      });
+    }
+    EXPECT_THROW(chained.get(), roam::broken_promise);
+    EXPECT_FALSE(continued_with_error);
     roam::barrier();
   });
 }

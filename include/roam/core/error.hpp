@@ -25,6 +25,12 @@ class usage_error : public error {
   using error::error;
 };
 
+/// The promise behind a future was destroyed before it was fulfilled.
+class broken_promise : public error {
+ public:
+  using error::error;
+};
+
 /// A handler invoked through roam::call threw; the caller's future rethrows this.
 /// what() names the handler, the node it ran on and the original message.
 class remote_error : public error {

@@ -11,6 +11,8 @@
 //   promise, or immediately on the calling thread if the value is already there.
 // - Exceptions travel: a promise set with an exception makes get() rethrow it, and then()
 //   forwards it to the returned future without calling the continuation.
+// - A promise destroyed unfulfilled (after get_future) fails its future with
+//   roam::broken_promise; nothing waits forever on a promise that no longer exists.
 #pragma once
 
 #include <roam/core/detail/node_api.hpp>
@@ -190,6 +192,21 @@ template <class T>
 class promise {
  public:
   promise() : state_(std::make_shared<detail::shared_state<T>>()) {}
+  promise(promise&& other) noexcept
+      : state_(std::move(other.state_)), retrieved_(std::exchange(other.retrieved_, false)) {}
+  promise& operator=(promise&& other) noexcept {
+    if (this != &other) {
+      abandon();
+      state_ = std::move(other.state_);
+      retrieved_ = std::exchange(other.retrieved_, false);
+    }
+    return *this;
+  }
+  promise(const promise&) = delete;
+  promise& operator=(const promise&) = delete;
+  /// A promise destroyed without a value breaks its future: get() throws
+  /// roam::broken_promise instead of waiting forever.
+  ~promise() { abandon(); }
 
   /// The future of this promise; call once.
   future<T> get_future() {
@@ -203,6 +220,15 @@ class promise {
   void set_exception(std::exception_ptr e) { state_->set_exception(std::move(e)); }
 
  private:
+  void abandon() noexcept {
+    if (!state_ || !retrieved_ || state_->ready()) return;
+    try {
+      state_->set_exception(std::make_exception_ptr(
+          broken_promise("roam: the promise was destroyed before it was fulfilled")));
+    } catch (...) {
+      // Fulfilled concurrently by a pointer to this promise: nothing left to break.
+    }
+  }
   std::shared_ptr<detail::shared_state<T>> state_;
   bool retrieved_ = false;
 };
