@@ -247,6 +247,11 @@ void run_item(work_item* w) {
 
 bool on_fiber() noexcept { return state().current != nullptr; }
 
+bool run_one_item_of_my_node() {
+  node_runtime* n = current_node();
+  return n && n->sched().run_one(current_worker());
+}
+
 void suspend(void (*park)(fiber*, void*), void* arg) {
   switch_request request{false, park, arg};
   leave(&request);

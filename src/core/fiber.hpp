@@ -27,6 +27,10 @@ struct fiber;
 /// Call only from a thread's own stack (scheduler loops), never from a fiber.
 void run_item(work_item* w);
 
+/// For threads that cannot be suspended (a node's application thread) while they wait:
+/// runs one queued item of the calling thread's node, if it has a node and there is one.
+bool run_one_item_of_my_node();
+
 /// True while the calling code runs on a fiber (inside a handler or tasklet).
 bool on_fiber() noexcept;
 

@@ -38,12 +38,7 @@ detail::fiber* pop_front(detail::fiber*& head, detail::fiber*& tail) noexcept {
 
 // A thread that cannot be suspended keeps its node's work going while it waits.
 void help_or_yield() {
-  if (detail::node_runtime* n = detail::current_node())
-    if (detail::work_item* w = n->sched().find_work(detail::current_worker())) {
-      detail::run_item(w);
-      return;
-    }
-  std::this_thread::yield();
+  if (!detail::run_one_item_of_my_node()) std::this_thread::yield();
 }
 
 }  // namespace

@@ -86,8 +86,7 @@ void join_tasklet(tasklet* t) {
         rounds = 0;
         continue;
       }
-    if (work_item* w = s.find_work(current_worker())) {
-      run_item(w);
+    if (s.run_one(current_worker())) {
       rounds = 0;
       continue;
     }

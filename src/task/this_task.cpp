@@ -14,12 +14,7 @@ void yield() {
     detail::suspend([](detail::fiber* f, void*) { detail::resume_after_others(f); }, nullptr);
     return;
   }
-  if (detail::node_runtime* n = detail::current_node()) {
-    if (detail::work_item* w = n->sched().find_work(detail::current_worker())) {
-      detail::run_item(w);
-      return;
-    }
-  }
+  if (detail::run_one_item_of_my_node()) return;
   std::this_thread::yield();
 }
 
@@ -32,14 +27,9 @@ void sleep_until(std::chrono::steady_clock::time_point deadline) {
         &deadline);
     return;
   }
-  detail::node_runtime* n = detail::current_node();
   while (std::chrono::steady_clock::now() < deadline) {
     // An application thread keeps its node's work going while it sleeps.
-    if (n)
-      if (detail::work_item* w = n->sched().find_work(detail::current_worker())) {
-        detail::run_item(w);
-        continue;
-      }
+    if (detail::run_one_item_of_my_node()) continue;
     std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
         deadline - std::chrono::steady_clock::now(), std::chrono::microseconds(100)));
   }
