@@ -3,6 +3,7 @@
 // node; the workers run them (stealing as they please) until all are done.
 //   ./run bench dispatch [--json] [--handlers N]
 #include "bench_report.hpp"
+#include "empty_handlers.hpp"
 
 #include <roam/roam.hpp>
 
@@ -11,17 +12,6 @@
 #include <cstdio>
 
 namespace {
-
-void empty_handler() {}
-
-// Sends a batch of empty handlers, then itself for the rest: memory stays bounded by two
-// batches however many handlers run.
-void seed(long remaining) {
-  constexpr long batch = 1024;
-  for (long i = 0; i < std::min(batch, remaining); ++i)
-    roam::send(roam::this_node(), empty_handler);
-  if (remaining > batch) roam::send(roam::this_node(), seed, remaining - batch);
-}
 
 double handlers_per_second(unsigned workers, long handlers) {
   roam::config cfg;
@@ -33,7 +23,8 @@ double handlers_per_second(unsigned workers, long handlers) {
   roam::run(cfg, [&] {
     for (int round = 0; round < 2; ++round) {  // the first round warms pools and caches
       auto start = std::chrono::steady_clock::now();
-      for (unsigned w = 0; w < workers; ++w) roam::send(0, seed, handlers / workers);
+      for (unsigned w = 0; w < workers; ++w)
+        roam::send(0, roam_bench::send_empty_handlers, handlers / workers);
       roam::wait_quiescence();
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

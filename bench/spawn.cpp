@@ -5,6 +5,7 @@
 //   to run: suspend, requeue, resume).
 //   ./run bench spawn [--json] [--count N]
 #include "bench_report.hpp"
+#include "empty_handlers.hpp"
 
 #include <roam/roam.hpp>
 
@@ -16,15 +17,6 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 long count = 2000000;
-
-void empty_handler() {}
-// Batches chained so that at most two are queued (memory stays bounded).
-void send_batch(long remaining) {
-  constexpr long batch = 1024;
-  for (long i = 0; i < std::min(batch, remaining); ++i)
-    roam::send(roam::this_node(), empty_handler);
-  if (remaining > batch) roam::send(roam::this_node(), send_batch, remaining - batch);
-}
 
 double per_item_ns(clock_type::time_point start, long items) {
   return std::chrono::duration<double, std::nano>(clock_type::now() - start).count() /
@@ -46,7 +38,7 @@ int main(int argc, char** argv) {
     for (int round = 0; round < 2; ++round) {  // the first round warms pools
       // Handlers: a batch sent from a handler on the worker, timed until all have run.
       auto start = clock_type::now();
-      roam::send(0, send_batch, count);
+      roam::send(0, roam_bench::send_empty_handlers, count);
       roam::wait_quiescence();
       handler_ns = per_item_ns(start, count);
 

@@ -1,7 +1,5 @@
 #include <roam/am/send.hpp>
 
-#include <cxxabi.h>
-
 #include <cstdlib>
 
 namespace roam::detail {
@@ -17,10 +15,7 @@ std::string describe_exception(const std::exception_ptr& e, std::string& type) {
   try {
     std::rethrow_exception(e);
   } catch (const std::exception& ex) {
-    int status = 0;
-    char* name = abi::__cxa_demangle(typeid(ex).name(), nullptr, nullptr, &status);
-    type = (status == 0 && name) ? name : typeid(ex).name();
-    std::free(name);
+    type = type_name_of(typeid(ex));
     return ex.what();
   } catch (...) {
     type = "unknown";

@@ -16,14 +16,6 @@ namespace {
 
 thread_local node_runtime* tl_node = nullptr;
 
-std::string demangle(const char* name) {
-  int status = 0;
-  char* out = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  std::string result = (status == 0 && out) ? out : name;
-  std::free(out);
-  return result;
-}
-
 std::string describe(const message_header& h) {
   const handler_entry* e = handler_registry::find(h.handler);
   std::string text = "handler '";
@@ -104,7 +96,7 @@ const bool registered =
 
 handler_entry finished_handler{"roam.core.finished", [](node_runtime& node, message_ptr&) {
                                  if (node.finished_nodes.fetch_add(1) + 1 == node.size())
-                                   node.stop_ready_all_finished();
+                                   node.all_finished.set();
                                }};
 handler_entry stop_handler{"roam.core.stop",
                            [](node_runtime& node, message_ptr&) { node.stop.set(); }};
@@ -144,7 +136,7 @@ void node_runtime::execute(work_item* w) {
     fatal("malformed payload for " + describe(h) + " (" + std::to_string(h.payload_size) +
           " payload bytes): " + ex.what());
   } catch (const std::exception& ex) {
-    fatal(describe(h) + ": the handler threw " + demangle(typeid(ex).name()) + ": " + ex.what());
+    fatal(describe(h) + ": the handler threw " + type_name_of(typeid(ex)) + ": " + ex.what());
   } catch (...) {
     fatal(describe(h) + ": the handler threw an exception not derived from std::exception");
   }
@@ -167,9 +159,15 @@ std::shared_ptr<reply_target> node_runtime::take_call(std::uint64_t id) {
   return t;
 }
 
-void node_runtime::stop_ready_all_finished() noexcept { all_finished.set(); }
-
 // ---- node_api ---------------------------------------------------------------------------
+
+std::string type_name_of(const std::type_info& type) {
+  int status = 0;
+  char* out = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
+  std::string result = (status == 0 && out) ? out : type.name();
+  std::free(out);
+  return result;
+}
 
 void bind_thread_to_node(node_runtime* n) noexcept { tl_node = n; }
 // Not inlined: a fiber may resume on another thread, and a caller must not reuse a
@@ -193,7 +191,6 @@ void post(node_runtime& from, message_ptr m) {
     fatal("message for node " + std::to_string(h.dest) + " but the job has " +
           std::to_string(from.size()) + " nodes (" + describe(h) + ")");
   if (!(h.flags & flag_system)) from.sent.fetch_add(1);
-  seal(h);
   if (h.dest == from.id()) {
     from.accept_local(std::move(m));
     return;

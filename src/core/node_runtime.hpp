@@ -51,7 +51,6 @@ class node_runtime {
   std::atomic<std::uint32_t> finished_nodes{0};
   ready_flag all_finished;  ///< node 0: every node's body has returned
   ready_flag stop;          ///< the job is quiescent and shuts down
-  void stop_ready_all_finished() noexcept;
 
  private:
   process_runtime& process_;

@@ -6,8 +6,6 @@
 #include <roam/core/detail/handler_registry.hpp>
 #include <roam/core/runtime.hpp>
 
-#include <cxxabi.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -65,7 +63,12 @@ node_runtime& sending_node(const char* caller) {
 }
 
 process_runtime::process_runtime(const config& cfg) : config_(cfg) {
-  auto deliver = [this](message_ptr m) { this->deliver(std::move(m)); };
+  auto deliver = [this](message_ptr m, bool sealed_here) {
+    if (sealed_here)
+      local(m->header.dest)->accept_arrival(std::move(m));
+    else
+      this->deliver(std::move(m));
+  };
   bool use_mpi =
       cfg.transport == transport_kind::mpi ||
       (cfg.transport == transport_kind::automatic && launched_with_several_mpi_processes());
@@ -177,10 +180,7 @@ int run_spmd(config cfg, std::function<void()> body) {
     try {
       body();
     } catch (const std::exception& e) {
-      int status = 0;
-      char* type = abi::__cxa_demangle(typeid(e).name(), nullptr, nullptr, &status);
-      fatal(std::string("the application body threw ") + (status == 0 ? type : typeid(e).name()) +
-            ": " + e.what());
+      fatal("the application body threw " + type_name_of(typeid(e)) + ": " + e.what());
     } catch (...) {
       fatal("the application body threw an exception not derived from std::exception");
     }

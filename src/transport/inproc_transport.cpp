@@ -19,7 +19,7 @@ class inproc_transport final : public transport {
   unsigned processes_on_host() const noexcept override { return 1; }
   unsigned index_on_host() const noexcept override { return 0; }
   const char* name() const noexcept override { return "inproc"; }
-  void send(message_ptr m) override { deliver_(std::move(m)); }
+  void send(message_ptr m) override { deliver_(std::move(m), true); }
   bool needs_progress() const noexcept override { return false; }
   bool progress() override { return false; }
   void drain() override {}
@@ -27,7 +27,7 @@ class inproc_transport final : public transport {
   void validate_fingerprint(const std::string&) override {}  // one binary by construction
   void send_raw_for_testing(node_id dest, std::vector<std::byte> bytes) override {
     (void)dest;  // the header inside the bytes says where it goes, as on a real wire
-    deliver_(message_from_wire(bytes.data(), bytes.size(), 0));
+    deliver_(message_from_wire(bytes.data(), bytes.size(), 0), false);
   }
   void process_barrier() override {}
 

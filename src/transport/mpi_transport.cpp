@@ -97,6 +97,7 @@ class mpi_transport final : public transport {
   bool needs_progress() const noexcept override { return true; }
 
   void send(message_ptr m) override {
+    seal(m->header);  // the header is checked by the receiving process
     if (m->header.payload_size > static_cast<std::uint64_t>(INT_MAX))
       fatal("a message of " + std::to_string(m->header.payload_size) +
             " payload bytes exceeds the mpi transport's 2 GiB limit per message");
@@ -367,7 +368,7 @@ class mpi_transport final : public transport {
     }
     auto& queue = per_source_[static_cast<std::size_t>(source)];
     if (queue.empty() && p.data == MPI_REQUEST_NULL) {
-      deliver_(std::move(m));
+      deliver_(std::move(m), false);
       return;
     }
     if (queue.empty()) waiting_sources_.push_back(source);
@@ -386,7 +387,7 @@ class mpi_transport final : public transport {
           MPI_Test(&front.data, &flag, MPI_STATUS_IGNORE);
           if (!flag) break;
         }
-        deliver_(std::move(front.m));
+        deliver_(std::move(front.m), false);
         queue.pop_front();
         did = true;
       }

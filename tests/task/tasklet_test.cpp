@@ -154,6 +154,11 @@ TEST(TaskletWakeUp, ParkedWorkersAreWokenToStealFromAWaitingApplicationThread) {
             0);
 }
 
+TEST(TaskletWakeUp, SpawnFromAThreadOfNoNodeIsRejected) {
+  EXPECT_THROW(roam::spawn([] { return 1; }), roam::usage_error);
+  EXPECT_THROW(roam::when_any(std::vector<roam::future<int>>{}), roam::usage_error);
+}
+
 TEST(TaskletWakeUp, JoinFromAThreadOfNoNodeWaits) {
   ASSERT_EQ(roam::run(with_workers(2),
                       [] {

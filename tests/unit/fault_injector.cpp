@@ -75,6 +75,22 @@ int main(int argc, char** argv) {
         roam::detail::send_raw_for_testing(1, wire_bytes(h, payload, sizeof payload));
       } else if (mode == "body-throws") {
         throw std::logic_error("the application gave up");
+      } else if (mode == "event-fired") {
+        // One signal fires the event (on node 1); the second finds it gone.
+        auto e =
+            roam::call(1, [] { return roam::make_event<int>(1, [](std::vector<int>) {}); }).get();
+        roam::signal(e, 1);
+        roam::signal(e, 2);
+      } else if (mode == "promise-twice") {
+        auto [p, f] = roam::make_remote_promise<int>();
+        roam::send(
+            1,
+            [](roam::remote_promise<int> q) {
+              q.set_value(1);
+              q.set_value(2);
+            },
+            p);
+        f.get();
       } else if (mode == "rank-dies") {
         // Node 0 waits in the barrier below while node 1 dies without any roam involvement.
       } else if (mode != "none") {

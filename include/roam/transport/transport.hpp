@@ -16,8 +16,11 @@
 namespace roam::detail {
 
 /// Called by a transport for every message that arrives for a node hosted by this process.
-/// It may be called from any thread, concurrently for different nodes.
-using delivery_function = std::function<void(message_ptr)>;
+/// It may be called from any thread, concurrently for different nodes. `sealed_here` is
+/// true when the message was built and sealed by this process (inproc sends): its header
+/// was checked when it was posted, so it is not validated again; bytes from anywhere else
+/// (another rank, injected test bytes) are.
+using delivery_function = std::function<void(message_ptr, bool sealed_here)>;
 
 class transport {
  public:
@@ -35,7 +38,8 @@ class transport {
   /// Name for messages and `--roam-help` ("inproc" or "mpi").
   virtual const char* name() const noexcept = 0;
 
-  /// Hands a sealed message (header.dest names a node hosted elsewhere) to the transport.
+  /// Hands a message (header.dest names a node hosted elsewhere) to the transport, which
+  /// seals its header (checksum) if the bytes leave this process.
   /// Thread-safe. Messages handed over in a happens-before order by any threads of one
   /// source node reach one destination node in that order (FIFO per (source, dest)).
   /// The transport owns the message afterwards and releases it once it has left.

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 namespace roam::detail {
@@ -30,11 +31,15 @@ node_runtime& sending_node(const char* caller);
 node_id id_of(const node_runtime& n) noexcept;
 node_id size_of(const node_runtime& n) noexcept;
 
+/// The readable (demangled) name of a type, for error messages.
+std::string type_name_of(const std::type_info& type);
+
 /// Stops the whole job: prints "roam: fatal error on node N: <what>" on stderr and makes
 /// every process exit with a non-zero status. Never returns.
 [[noreturn]] void fatal(const std::string& what) noexcept;
 
-/// Fills in source, checks dest, seals and sends (locally or through the transport).
+/// Fills in source, checks dest and sends (locally or through the transport; headers are
+/// sealed only where they leave the process).
 /// Counts the message for quiescence unless it carries flag_system.
 /// Messages posted by one thread to one node start in posting order.
 void post(node_runtime& from, message_ptr m);
