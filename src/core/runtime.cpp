@@ -64,10 +64,12 @@ node_runtime& sending_node(const char* caller) {
 
 process_runtime::process_runtime(const config& cfg) : config_(cfg) {
   auto deliver = [this](message_ptr m, bool sealed_here) {
-    if (sealed_here)
-      local(m->header.dest)->accept_arrival(std::move(m));
-    else
+    if (!sealed_here) {
       this->deliver(std::move(m));
+      return;
+    }
+    node_runtime* node = local(m->header.dest);
+    node->accept_arrival(std::move(m));
   };
   bool use_mpi =
       cfg.transport == transport_kind::mpi ||
