@@ -9,6 +9,9 @@
 #include <roam/core/config.hpp>
 #include <roam/core/error.hpp>
 #include <roam/core/runtime.hpp>
+#include <roam/mobile/lifecycle.hpp>
+#include <roam/mobile/mobile_ptr.hpp>
+#include <roam/mobile/together.hpp>
 #include <roam/task/future.hpp>
 #include <roam/task/mutex.hpp>
 #include <roam/task/tasklet.hpp>

@@ -103,11 +103,39 @@ handler_entry stop_handler{"roam.core.stop",
 
 // ---- node_runtime ----------------------------------------------------------------------
 
+namespace {
+std::array<node_extension, extension_slots>& extension_factories() noexcept {
+  static std::array<node_extension, extension_slots> factories{};
+  return factories;
+}
+}  // namespace
+
 node_runtime::node_runtime(process_runtime& process, node_id id, scheduler::options opt,
                            std::function<bool()> progress)
     : process_(process), id_(id), scheduler_(*this, opt, std::move(progress)) {
   (void)registered;
+  for (unsigned slot = 0; slot < extension_slots; ++slot)
+    if (auto make = extension_factories()[slot].make) extensions[slot] = make(*this);
 }
+
+node_runtime::~node_runtime() {
+  // Upper layers first (their states may hold messages and objects), in reverse order.
+  for (unsigned slot = extension_slots; slot-- > 0;)
+    if (extensions[slot]) extension_factories()[slot].destroy(extensions[slot]);
+}
+
+bool register_node_extension(node_extension_slot slot, node_extension e) noexcept {
+  extension_factories()[slot] = e;
+  return true;
+}
+
+void* extension_state(node_runtime& n, node_extension_slot slot) noexcept {
+  return n.extensions[slot];
+}
+
+void note_deferred(node_runtime& n) noexcept { n.sent.fetch_add(1); }
+
+void run_later(node_runtime& n, message_ptr m) noexcept { n.accept_local(std::move(m)); }
 
 node_id node_runtime::size() const noexcept { return process_.size(); }
 

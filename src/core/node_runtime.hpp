@@ -8,6 +8,7 @@
 #include <roam/core/detail/node_api.hpp>
 #include <roam/transport/transport.hpp>
 
+#include <array>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -21,6 +22,9 @@ class node_runtime {
  public:
   node_runtime(process_runtime& process, node_id id, scheduler::options opt,
                std::function<bool()> progress);
+  ~node_runtime();
+  node_runtime(const node_runtime&) = delete;
+  node_runtime& operator=(const node_runtime&) = delete;
 
   node_id id() const noexcept { return id_; }
   node_id size() const noexcept;
@@ -46,6 +50,9 @@ class node_runtime {
   std::mutex slots_lock;
   std::unordered_map<std::uint64_t, std::shared_ptr<void>> slots;
   std::atomic<std::uint64_t> collective_sequence{0};
+
+  /// States of the registered node extensions (see register_node_extension).
+  std::array<void*, extension_slots> extensions{};
 
   // Shutdown protocol (node 0 counts finished nodes, every node waits for `stop`).
   std::atomic<std::uint32_t> finished_nodes{0};

@@ -31,6 +31,13 @@ class broken_promise : public error {
   using error::error;
 };
 
+/// A message reached a mobile object that no longer exists (destroyed, or never created),
+/// or named it with the wrong type. what() names the object, the handler and the nodes.
+class object_error : public error {
+ public:
+  using error::error;
+};
+
 /// A handler invoked through roam::call threw; the caller's future rethrows this.
 /// what() names the handler, the node it ran on and the original message.
 class remote_error : public error {

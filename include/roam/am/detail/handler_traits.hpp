@@ -102,6 +102,48 @@ void check_handler_type() {
 
 std::string describe_exception(const std::exception_ptr& e, std::string& type);
 
+/// Reads a handler's arguments: one default-constructed value per parameter, filled in
+/// order from the payload.
+template <class Params>
+auto read_arguments(message_reader& r) {
+  auto args = []<class... P>(std::tuple<P...>*) {
+    return std::tuple<std::decay_t<P>...>{};
+  }(static_cast<Params*>(nullptr));
+  std::apply([&r](auto&... a) { (read_value(r, a), ...); }, args);
+  return args;
+}
+
+/// Runs `body` for a request that wants a reply, and sends the reply: its value, or the
+/// description of the exception it threw (type, what, handler name) as an error reply.
+/// `request.source` and `request.reply_to` say where the reply goes.
+template <class Result, class Body>
+void run_and_reply(node_runtime& node, const message_header& request, std::string_view handler,
+                   Body&& body) {
+  message_ptr reply = message::allocate(64);
+  message_writer w(reply);
+  bool failed = false;
+  try {
+    if constexpr (std::is_void_v<Result>) {
+      body();
+    } else {
+      std::decay_t<Result> value = body();
+      write_value_moved(w, std::move(value));
+    }
+  } catch (...) {
+    std::string type;
+    std::string what = describe_exception(std::current_exception(), type);
+    reply->header.payload_size = 0;
+    message_writer error_writer(reply);
+    write_value(error_writer, type);
+    write_value(error_writer, what);
+    write_value(error_writer, std::string(handler));
+    error_writer.finish();
+    failed = true;
+  }
+  if (!failed) w.finish();
+  send_reply(node, request, std::move(reply), failed);
+}
+
 /// The registered handler for callable type H.
 template <class H>
 struct am_handler {
@@ -134,39 +176,15 @@ struct am_handler {
     const message_header h = owned->header;  // bulk arguments may take the block over
     message_reader r(owned);
     H fn = resolve(h, r);
-    auto args = []<class... P>(std::tuple<P...>*) {
-      return std::tuple<std::decay_t<P>...>{};
-    }(static_cast<params*>(nullptr));
-    std::apply([&r](auto&... a) { (read_value(r, a), ...); }, args);
+    auto args = read_arguments<params>(r);
     r.expect_end();
     constexpr auto seq = std::make_index_sequence<std::tuple_size_v<params>>{};
     if (!(h.flags & flag_wants_reply)) {
       call(fn, args, seq);
       return;
     }
-    message_ptr reply = message::allocate(64);
-    message_writer w(reply);
-    bool failed = false;
-    try {
-      if constexpr (std::is_void_v<typename traits::result>) {
-        call(fn, args, seq);
-      } else {
-        result value = call(fn, args, seq);
-        write_value_moved(w, std::move(value));
-      }
-    } catch (...) {
-      std::string type;
-      std::string what = describe_exception(std::current_exception(), type);
-      reply->header.payload_size = 0;
-      message_writer error_writer(reply);
-      write_value(error_writer, type);
-      write_value(error_writer, what);
-      write_value(error_writer, std::string(entry.name));
-      error_writer.finish();
-      failed = true;
-    }
-    if (!failed) w.finish();
-    send_reply(node, h, std::move(reply), failed);
+    run_and_reply<typename traits::result>(node, h, entry.name,
+                                           [&]() -> decltype(auto) { return call(fn, args, seq); });
   }
 
   static constexpr std::string_view name = type_name<H>();
@@ -186,9 +204,10 @@ inline std::uint64_t encode_function_cached(const void* fn) {
   return token;
 }
 
-template <class H, class... Args, std::size_t... I>
+/// Writes `args` converted to the parameter types of `Params` (a std::tuple of them).
+template <class Params, class... Args, std::size_t... I>
 void write_arguments(message_writer& w, std::index_sequence<I...>, Args&&... args) {
-  using params = typename handler_traits<H>::params;
+  using params = Params;
   (
       [&w]<class P, class A>(A&& a) {
         static_assert(std::is_constructible_v<P, A&&>,
@@ -219,7 +238,8 @@ message_ptr build_message(node_id dest, const H& fn, std::uint32_t flags, Args&&
     m->header.function = encode_function_cached(reinterpret_cast<const void*>(fn));
   else if constexpr (!std::is_empty_v<H>)
     write_value(w, fn);
-  write_arguments<H>(w, std::make_index_sequence<sizeof...(Args)>{}, std::forward<Args>(args)...);
+  write_arguments<params>(w, std::make_index_sequence<sizeof...(Args)>{},
+                          std::forward<Args>(args)...);
   w.finish();
   return m;
 }

@@ -44,6 +44,32 @@ std::string type_name_of(const std::type_info& type);
 /// Messages posted by one thread to one node start in posting order.
 void post(node_runtime& from, message_ptr m);
 
+/// The running handler sets its message aside to run it later (a mobile-object message
+/// waiting for its turn): counts it as pending again, so quiescence waits for it. Every
+/// set-aside message must later go through run_later() (once).
+void note_deferred(node_runtime& n) noexcept;
+/// Queues a message that was set aside with note_deferred() on `n` to run through its
+/// handler again on a worker of `n` (it is not counted as a new message).
+void run_later(node_runtime& n, message_ptr m) noexcept;
+
+/// Per-node state of a layer above the core (the mobile-object directory, ...). A layer
+/// registers its factory during static initialization; every node creates the state when
+/// it is constructed and destroys it after its workers have stopped. Layers a program does
+/// not use are not linked, so they cost nothing.
+struct node_extension {
+  void* (*make)(node_runtime& n) = nullptr;
+  void (*destroy)(void* state) noexcept = nullptr;
+};
+enum node_extension_slot : unsigned {
+  extension_mobile = 0,
+  extension_load_balancer = 1,
+  extension_slots = 4
+};
+/// Registers the factory of `slot`; returns true (for `static const bool`).
+bool register_node_extension(node_extension_slot slot, node_extension e) noexcept;
+/// The state of `slot` on `n`, or nullptr if no layer registered it.
+void* extension_state(node_runtime& n, node_extension_slot slot) noexcept;
+
 /// Fault injection for tests: ships raw bytes as if they were a message to `dest`.
 void send_raw_for_testing(node_id dest, std::vector<std::byte> bytes);
 

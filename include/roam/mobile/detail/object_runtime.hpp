@@ -1,0 +1,147 @@
+// roam — the mobile-object layer's core as the public templates see it. Not for
+// applications. The protocol itself (directory, ordering, access, migration) lives in
+// src/mobile/.
+#pragma once
+
+#include <roam/am/send.hpp>
+#include <roam/core/detail/node_api.hpp>
+#include <roam/task/future.hpp>
+
+#include <cereal/cereal.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+
+namespace roam {
+
+/// How a handler uses its object. Exclusive handlers of one object never overlap; shared
+/// ones may run at the same time as each other (never with an exclusive one).
+enum class access : std::uint8_t { exclusive = 0, shared = 1 };
+
+}  // namespace roam
+
+namespace roam::detail {
+
+/// Identity of a mobile object: the node that created it, its index there (never reused;
+/// 0 means null), and the type it was created with (the registry id of the type's
+/// install handler, the same on every rank).
+struct object_id {
+  std::uint32_t home = 0;
+  std::uint32_t type = 0;
+  std::uint64_t index = 0;
+  friend bool operator==(const object_id& a, const object_id& b) noexcept {
+    return a.home == b.home && a.index == b.index && a.type == b.type;
+  }
+  /// Inside containers (top-level values go by memcpy anyway).
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(cereal::binary_data(this, sizeof *this));
+  }
+};
+static_assert(sizeof(object_id) == 16);
+
+/// Runtime operations carried by object messages (0: a user handler).
+enum object_operation : std::uint32_t {
+  operation_none = 0,
+  operation_migrate = 1,
+  operation_destroy = 2,
+  operation_locate = 3,
+  operation_gather = 4,
+};
+
+/// The first bytes of the payload of every message to a mobile object.
+struct object_message_header {
+  object_id target;
+  std::uint64_t seq = 0;      ///< per (origin node, object), from 0
+  std::uint32_t origin = 0;   ///< the node that sent it (forwarding keeps it)
+  std::uint32_t version = 0;  ///< directory version of the route it was sent on
+  std::uint8_t access = 0;    ///< roam::access
+  std::uint8_t stage = 0;     ///< how far the receiving node got with it (node-local)
+  std::uint16_t hops = 0;     ///< times it was forwarded
+  std::uint32_t operation = operation_none;
+};
+static_assert(sizeof(object_message_header) == 40);
+
+/// A mobile object's value with its type erased.
+class object_box {
+ public:
+  virtual ~object_box() = default;
+  virtual void* get() noexcept = 0;
+  /// Serializes the value (migration).
+  virtual void pack(message_writer& w) const = 0;
+};
+
+template <class T>
+class object_box_of final : public object_box {
+ public:
+  template <class... A>
+  explicit object_box_of(A&&... a) : value_(std::forward<A>(a)...) {}
+  void* get() noexcept override { return &value_; }
+  void pack(message_writer& w) const override { write_value(w, value_); }
+
+ private:
+  T value_;
+};
+
+/// Runs a user handler whose access has been granted: reads the arguments after the object
+/// header, calls it on `object`, replies if asked to.
+using object_run_function = void (*)(node_runtime& n, void* object, message_ptr& m,
+                                     const object_message_header& oh);
+/// Rebuilds an object of a registered mobile type from its packed bytes.
+using object_unpack_function = std::unique_ptr<object_box> (*)(message_reader& r);
+
+/// Delivery of an object message on node `n` (the invoke function of every object
+/// handler): runs it if the object is here, in order and its access is free; otherwise
+/// forwards it, or sets it aside until its turn.
+void deliver_object_message(node_runtime& n, message_ptr& m, object_run_function run);
+
+/// Fills in the route of message `m` to the object named in its object header (sequence
+/// number, destination, version tag) from `n`'s directory, and posts it. Call only once
+/// the whole message is written: the sequence number is taken here.
+void post_object_message(node_runtime& n, message_ptr m);
+
+/// Creates an object on `n` itself; returns its id.
+object_id create_local_object(node_runtime& n, std::uint32_t type, std::unique_ptr<object_box> box);
+/// Reserves the id of an object that the message `construct` (already written, payload
+/// starting with the id) will build on node `where`, records the route and posts it.
+object_id create_remote_object(node_runtime& n, std::uint32_t type, node_id where,
+                               message_ptr construct);
+/// Installs an object built by a construction message on `n`.
+void install_constructed_object(node_runtime& n, const object_id& id,
+                                std::unique_ptr<object_box> box);
+/// The invoke function of a mobile type's install handler: unpacks a migrated object.
+void receive_migrated_object(node_runtime& n, message_ptr& m, object_unpack_function unpack);
+
+/// Name of a registered mobile type, for errors ("Block").
+std::string object_type_name(std::uint32_t type);
+/// "object 0:17 (Block)": how errors name an object.
+std::string describe_object(const object_id& id);
+
+/// The runtime operations on one object (see lifecycle.hpp for their guarantees).
+future<void> migrate_object(const object_id& id, node_id dest);
+future<void> destroy_object(const object_id& id);
+future<node_id> locate_object(const object_id& id);
+
+/// Multi-object handlers: on the calling node (a fiber of it), brings every object of
+/// `ids` to this node, in id order, and holds each exclusively; `objects` receives their
+/// addresses in the order of `ids`. release_objects lets them go. Throws object_error
+/// (after releasing what it held) if an object does not exist.
+class object_group {
+ public:
+  object_group(const object_id* ids, std::size_t count);
+  ~object_group();
+  object_group(const object_group&) = delete;
+  object_group& operator=(const object_group&) = delete;
+  void* object(std::size_t i) const noexcept;
+
+  struct hold;  ///< one object's gather request (src/mobile/migration.cpp)
+
+ private:
+  /// Lets go of every held object and waits until each request has finished.
+  void release_all() noexcept;
+  std::unique_ptr<hold[]> holds_;
+  std::size_t count_;
+};
+
+}  // namespace roam::detail

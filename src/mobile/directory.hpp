@@ -1,0 +1,133 @@
+// The distributed directory, one node's part: what this node knows of every mobile object
+// it has created, hosted, sent to or forwarded for.
+//
+// Written here rather than taken from a library because the mobile-object protocol needs
+// entries that never move or disappear (a message, a running handler and the sender path
+// all hold an entry's address without a lock) and lookups without any lock, which general
+// concurrent maps do not promise together. As in PREMA's multithreaded MOL (thesis §1.3):
+// entries are never deleted (a destroyed object keeps a tombstone), so lock-free readers
+// cannot meet a freed entry. Lookups read the current bucket table without locking;
+// insertions (once per object and node) take a mutex and may double the table, keeping the
+// old one alive until the node stops so readers still walking it stay valid.
+#pragma once
+
+#include <roam/mobile/detail/object_runtime.hpp>
+#include <roam/transport/message.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+namespace roam::detail {
+
+/// Where a node believes an object is: packed in one word so senders read it atomically.
+/// `version` counts the object's installations (1 = where it was created; 0 = no
+/// knowledge). A newer version always wins.
+struct route {
+  std::uint32_t version = 0;
+  node_id location = 0;
+  static route unpack(std::uint64_t w) noexcept {
+    return {static_cast<std::uint32_t>(w >> 32), static_cast<node_id>(w & 0xffffffffu)};
+  }
+  std::uint64_t pack() const noexcept {
+    return (static_cast<std::uint64_t>(version) << 32) | location;
+  }
+};
+
+enum class residence : std::uint8_t { absent, resident, destroyed };
+
+/// What a node keeps of an object it hosts (or hosted, or holds messages for). Guarded by
+/// the entry's lock.
+struct object_state {
+  residence state = residence::absent;
+  std::uint32_t type = 0;
+  std::unique_ptr<object_box> object;
+  // Access: one exclusive holder, or any number of shared ones.
+  bool exclusive_running = false;
+  std::uint32_t shared_running = 0;
+  /// Admitted (in order) messages waiting for access, first come first served.
+  std::deque<message_ptr> ready;
+  /// Next sequence number expected from each origin node (sorted by node).
+  std::vector<std::pair<node_id, std::uint64_t>> expected;
+  /// Messages that arrived before a predecessor from the same origin.
+  std::map<std::pair<node_id, std::uint64_t>, message_ptr> early;
+  /// Messages routed here for an installation this node has not seen yet.
+  std::vector<message_ptr> awaiting_install;
+
+  std::uint64_t& expected_from(node_id origin);
+};
+
+class object_entry {
+ public:
+  explicit object_entry(const object_id& id) noexcept : id_(id) {}
+  /// The object's home and index (the type part is the creator's and may be 0 here).
+  const object_id& id() const noexcept { return id_; }
+
+  route current_route() const noexcept {
+    return route::unpack(route_.load(std::memory_order_acquire));
+  }
+  /// Adopts `r` if it is newer than what this node knows. Returns true if it did.
+  bool learn_route(route r) noexcept;
+  /// Next sequence number for a message from this node to the object.
+  std::uint64_t take_sequence() noexcept {
+    return next_sequence_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  std::mutex lock;
+  /// Created on first need (hosting, holding messages): senders never pay for it.
+  object_state& state();
+  object_state* state_if_any() noexcept { return state_.get(); }
+
+ private:
+  object_id id_;
+  std::atomic<std::uint64_t> route_{0};
+  std::atomic<std::uint64_t> next_sequence_{0};
+  std::unique_ptr<object_state> state_;  // guarded by lock
+  friend class directory;
+};
+
+class directory {
+ public:
+  directory();
+  ~directory();
+  directory(const directory&) = delete;
+  directory& operator=(const directory&) = delete;
+
+  /// The entry of an object, or nullptr if this node knows nothing of it. Lock-free.
+  object_entry* find(const object_id& id) const noexcept;
+  /// The entry of an object, created if needed.
+  object_entry& find_or_insert(const object_id& id);
+  /// Index for the next object created on this node (from 1).
+  std::uint64_t next_index() noexcept {
+    return next_index_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+ private:
+  struct link {
+    object_entry* entry;
+    link* next;
+  };
+  struct table {
+    explicit table(std::size_t buckets);
+    std::size_t mask;
+    std::unique_ptr<std::atomic<link*>[]> buckets;
+    std::vector<std::unique_ptr<link[]>> links;  // owned link blocks
+    std::size_t used_in_last_block = 0;
+  };
+  static std::size_t hash(const object_id& id) noexcept;
+  object_entry* find_in(const table& t, const object_id& id) const noexcept;
+  void insert_into(table& t, object_entry* e);
+
+  std::atomic<table*> current_;
+  std::mutex insert_lock_;
+  std::vector<std::unique_ptr<table>> tables_;          // the current one and retired ones
+  std::vector<std::unique_ptr<object_entry>> entries_;  // guarded by insert_lock_
+  std::atomic<std::uint64_t> next_index_{1};
+};
+
+}  // namespace roam::detail

@@ -1,0 +1,392 @@
+// Operations on mobile objects: migration (pack, ship, install), destruction, locate, and
+// the holds of multi-object handlers. Each runs as a message to the object with exclusive
+// access (locate: shared), so it is ordered like the sender's other messages and never
+// overlaps a running handler.
+#include "mobile_node.hpp"
+
+#include <roam/core/detail/handler_registry.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+namespace roam::detail {
+
+namespace {
+
+handler_entry operation_entry{"roam.mobile.operation", [](node_runtime& n, message_ptr& m) {
+                                deliver_object_message(n, m, nullptr);
+                              }};
+const bool operation_registered = handler_registry::add(&operation_entry);
+
+/// Fixed part of an install message; the object's bytes and its messages follow.
+struct install_wire {
+  object_id id;
+  std::uint32_t version = 0;
+  std::uint32_t reply_node = 0;  ///< who waits for the migration (with reply_to != 0)
+  std::uint64_t reply_to = 0;
+  std::uint32_t expected_count = 0;
+  std::uint32_t ready_count = 0;
+  std::uint32_t early_count = 0;
+  std::uint32_t reserved = 0;
+};
+
+void write_message(message_writer& w, message& m) {
+  seal(m.header);
+  const std::uint64_t size = m.wire_size();
+  w.write(&size, sizeof size);
+  w.write(m.wire_data(), size);
+}
+
+message_ptr read_message(message_reader& r) {
+  std::uint64_t size = 0;
+  r.read(&size, sizeof size);
+  if (size < sizeof(message_header) || size > r.remaining())
+    throw deserialization_error("a message packed with a migrating object claims " +
+                                std::to_string(size) + " bytes");
+  message_ptr m = message::allocate(size - sizeof(message_header));
+  r.read(m->wire_data(), size);
+  const message_header& h = m->header;
+  if (h.magic != message_magic || h.checksum != header_checksum(h) ||
+      h.payload_size != size - sizeof(message_header) || !handler_registry::find(h.handler))
+    throw deserialization_error("a message packed with a migrating object has a corrupt header");
+  read_object_header(*m);  // checks it is long enough to be an object message
+  return m;
+}
+
+/// Packs the object and everything waiting for it, and sends it to `dest`. The caller
+/// holds exclusive access. `carried`, if given, is the running message: it goes first in
+/// the object's queue there (a gather continues on the destination).
+void ship(node_runtime& n, object_entry& e, node_id dest, const message_header* reply_request,
+          message_ptr* carried) {
+  object_state& s = e.state();
+  message_ptr out = message::allocate(0);
+  out->header.handler = s.type;  // the type's install handler
+  out->header.dest = dest;
+  message_writer w(out);
+  install_wire ih;
+  w.write(&ih, sizeof ih);
+  s.object->pack(w);  // exclusive access: nobody changes the object meanwhile
+  std::unique_ptr<object_box> moved_out;
+  {
+    std::lock_guard guard(e.lock);
+    ih.id = object_id{e.id().home, s.type, e.id().index};
+    ih.version = e.current_route().version + 1;
+    if (reply_request) {
+      ih.reply_node = reply_request->source;
+      ih.reply_to = reply_request->reply_to;
+    }
+    ih.expected_count = static_cast<std::uint32_t>(s.expected.size());
+    for (const auto& [origin, next] : s.expected) {
+      w.write(&origin, sizeof origin);
+      w.write(&next, sizeof next);
+    }
+    ih.ready_count = static_cast<std::uint32_t>(s.ready.size()) + (carried ? 1 : 0);
+    if (carried) {
+      object_message_header ch = read_object_header(**carried);
+      ch.stage = stage_admitted;
+      write_object_header(**carried, ch);
+      write_message(w, **carried);
+      carried->reset();
+      note_deferred(n);  // it runs again on the destination
+    }
+    for (message_ptr& m : s.ready) write_message(w, *m);
+    ih.early_count = static_cast<std::uint32_t>(s.early.size());
+    for (auto& [key, m] : s.early) write_message(w, *m);
+    s.state = residence::absent;
+    moved_out = std::move(s.object);
+    s.ready.clear();
+    s.early.clear();
+    s.expected.clear();
+    e.learn_route({ih.version, dest});
+  }
+  w.finish();
+  std::memcpy(out->payload(), &ih, sizeof ih);
+  post(n, std::move(out));
+}
+
+void destroy_here(node_runtime& n, object_entry& e) {
+  std::unique_ptr<object_box> dead;
+  message_list orphans;
+  {
+    std::lock_guard guard(e.lock);
+    object_state& s = e.state();
+    s.state = residence::destroyed;
+    dead = std::move(s.object);
+    for (message_ptr& m : s.ready) orphans.push_back(std::move(m));
+    for (auto& [key, m] : s.early) orphans.push_back(std::move(m));
+    for (message_ptr& m : s.awaiting_install) orphans.push_back(std::move(m));
+    s.ready.clear();
+    s.early.clear();
+    s.awaiting_install.clear();
+    s.expected.clear();
+  }
+  dead.reset();               // the destructor runs with exclusive access still held
+  run_all_later(n, orphans);  // each fails: the object is destroyed
+}
+
+message_header reply_request_of(const message_header& h, const object_message_header& oh) {
+  message_header request = h;
+  request.source = oh.origin;
+  return request;
+}
+
+}  // namespace
+
+// ---- the operations, on the node that holds the object -----------------------------------
+
+void run_operation(node_runtime& n, object_entry& e, message_ptr& m,
+                   const object_message_header& oh) {
+  const message_header request = reply_request_of(m->header, oh);
+  const bool wants_reply = (request.flags & flag_wants_reply) != 0;
+  message_reader r(m);
+  r.skip_to(sizeof(object_message_header));
+  switch (oh.operation) {
+    case operation_migrate: {
+      node_id dest = 0;
+      read_value(r, dest);
+      r.expect_end();
+      if (dest >= size_of(n))
+        throw deserialization_error("migration to node " + std::to_string(dest));
+      if (dest == id_of(n)) {
+        if (wants_reply) run_and_reply<void>(n, request, "roam::migrate", [] {});
+        return;
+      }
+      ship(n, e, dest, wants_reply ? &request : nullptr, nullptr);
+      return;
+    }
+    case operation_destroy:
+      r.expect_end();
+      destroy_here(n, e);
+      if (wants_reply) run_and_reply<void>(n, request, "roam::destroy", [] {});
+      return;
+    case operation_locate:
+      r.expect_end();
+      if (wants_reply) run_and_reply<node_id>(n, request, "roam::locate", [&] { return id_of(n); });
+      return;
+    case operation_gather: {
+      node_id at = 0;
+      std::uint64_t address = 0;
+      read_value(r, at);
+      read_value(r, address);
+      r.expect_end();
+      if (at >= size_of(n)) throw deserialization_error("gather to node " + std::to_string(at));
+      if (at != id_of(n)) {
+        ship(n, e, at, nullptr, &m);  // continues there, first in the object's queue
+        return;
+      }
+      // Here: hold the object (this handler keeps its exclusive access) until released.
+      auto* hold = reinterpret_cast<object_group::hold*>(static_cast<std::uintptr_t>(address));
+      hold_object(*hold, e.state().object->get());
+      if (wants_reply) run_and_reply<void>(n, request, "roam::call_together", [] {});
+      return;
+    }
+    default:
+      throw deserialization_error("unknown mobile-object operation " +
+                                  std::to_string(oh.operation));
+  }
+}
+
+// ---- installation -------------------------------------------------------------------------
+
+void install_object(node_runtime& n, installation inst) {
+  object_entry& e = directory_of(n).find_or_insert(inst.id);
+  message_list later;
+  {
+    std::lock_guard guard(e.lock);
+    object_state& s = e.state();
+    if (s.state != residence::absent)
+      fatal("directory inconsistency: " + describe_object(inst.id) + " arrives on node " +
+            std::to_string(id_of(n)) + " which " +
+            (s.state == residence::resident ? "already holds it" : "saw it destroyed"));
+    s.state = residence::resident;
+    s.type = inst.id.type;
+    s.object = std::move(inst.object);
+    s.expected = std::move(inst.expected);
+    for (message_ptr& m : inst.ready) s.ready.push_back(std::move(m));
+    for (message_ptr& m : inst.early) {
+      object_message_header oh = read_object_header(*m);
+      s.early.emplace(std::pair{oh.origin, oh.seq}, std::move(m));
+    }
+    e.learn_route({inst.version, id_of(n)});
+    // Messages that were routed here for this installation (or an older one) go through
+    // the gates again.
+    auto waiting = std::partition(
+        s.awaiting_install.begin(), s.awaiting_install.end(),
+        [&](const message_ptr& m) { return read_object_header(*m).version > inst.version; });
+    for (auto it = waiting; it != s.awaiting_install.end(); ++it) later.push_back(std::move(*it));
+    s.awaiting_install.erase(waiting, s.awaiting_install.end());
+    dispatch_ready(s, later);
+  }
+  run_all_later(n, later);
+}
+
+void receive_migrated_object(node_runtime& n, message_ptr& m, object_unpack_function unpack) {
+  message_reader r(m);
+  install_wire ih;
+  r.read(&ih, sizeof ih);
+  if (ih.id.type != m->header.handler || ih.id.index == 0 || ih.id.home >= size_of(n))
+    throw deserialization_error("an install message names object " + std::to_string(ih.id.home) +
+                                ":" + std::to_string(ih.id.index) + " of type #" +
+                                std::to_string(ih.id.type) + " but carries type #" +
+                                std::to_string(m->header.handler));
+  installation inst;
+  inst.id = ih.id;
+  inst.version = ih.version;
+  inst.object = unpack(r);
+  for (std::uint32_t i = 0; i < ih.expected_count; ++i) {
+    std::pair<node_id, std::uint64_t> next;
+    r.read(&next.first, sizeof next.first);
+    r.read(&next.second, sizeof next.second);
+    inst.expected.push_back(next);
+  }
+  for (std::uint32_t i = 0; i < ih.ready_count; ++i) inst.ready.push_back(read_message(r));
+  for (std::uint32_t i = 0; i < ih.early_count; ++i) inst.early.push_back(read_message(r));
+  r.expect_end();
+  install_object(n, std::move(inst));
+  if (ih.reply_to) {
+    message_header request{};
+    request.source = ih.reply_node;
+    request.reply_to = ih.reply_to;
+    request.flags = flag_wants_reply;
+    run_and_reply<void>(n, request, "roam::migrate", [] {});
+  }
+}
+
+// ---- the callers' side --------------------------------------------------------------------
+
+namespace {
+
+message_ptr operation_message(const object_id& id, object_operation op, access mode,
+                              const void* extra, std::size_t size) {
+  (void)operation_registered;
+  message_ptr m = message::allocate(sizeof(object_message_header) + size);
+  m->header.handler = id_of(operation_entry);
+  m->header.flags = flag_wants_reply;
+  object_message_header oh;
+  oh.target = id;
+  oh.access = static_cast<std::uint8_t>(mode);
+  oh.operation = op;
+  std::memcpy(m->payload(), &oh, sizeof oh);
+  if (size) std::memcpy(m->payload() + sizeof oh, extra, size);
+  m->header.payload_size = sizeof oh + size;
+  return m;
+}
+
+template <class R>
+future<R> call_operation(const char* caller, const object_id& id, object_operation op, access mode,
+                         const void* extra = nullptr, std::size_t size = 0) {
+  node_runtime& n = sending_node(caller);
+  if (!id.index) throw usage_error(std::string("roam: ") + caller + " on a null mobile_ptr");
+  auto state = std::make_shared<call_state<R>>();
+  message_ptr m = operation_message(id, op, mode, extra, size);
+  m->header.reply_to = register_call(n, state);
+  post_object_message(n, std::move(m));
+  return make_future<R>(std::move(state));
+}
+
+}  // namespace
+
+future<void> migrate_object(const object_id& id, node_id dest) {
+  node_runtime& n = sending_node("roam::migrate");
+  if (dest >= size_of(n))
+    throw usage_error("roam::migrate: node " + std::to_string(dest) +
+                      " is out of range (the job has " + std::to_string(size_of(n)) + " nodes)");
+  return call_operation<void>("roam::migrate", id, operation_migrate, access::exclusive, &dest,
+                              sizeof dest);
+}
+
+future<void> destroy_object(const object_id& id) {
+  return call_operation<void>("roam::destroy", id, operation_destroy, access::exclusive);
+}
+
+future<node_id> locate_object(const object_id& id) {
+  return call_operation<node_id>("roam::locate", id, operation_locate, access::shared);
+}
+
+// ---- multi-object groups ------------------------------------------------------------------
+
+struct object_group::hold {
+  ready_flag held;      ///< the object is on the group's node and held (or failed)
+  ready_flag released;  ///< the group is done with it
+  ready_flag done;      ///< the gather request has finished (its reply arrived)
+  void* object = nullptr;
+  bool sent = false;
+  bool failed = false;
+  std::string error;
+};
+
+void hold_object(object_group::hold& h, void* object) {
+  h.object = object;
+  h.held.set();
+  wait(h.released);
+}
+
+namespace {
+
+class gather_reply final : public reply_target {
+ public:
+  explicit gather_reply(object_group::hold* h) noexcept : hold_(h) {}
+  void deliver(const std::byte* payload, std::size_t size, bool is_error) override {
+    if (is_error) {
+      message_reader r(payload, size);
+      std::string type, handler;
+      read_value(r, type);
+      read_value(r, hold_->error);
+      read_value(r, handler);
+      hold_->failed = true;
+      hold_->held.set();
+    }
+    hold_->done.set();
+  }
+
+ private:
+  object_group::hold* hold_;
+};
+
+}  // namespace
+
+object_group::object_group(const object_id* ids, std::size_t count)
+    : holds_(std::make_unique<hold[]>(count)), count_(count) {
+  node_runtime& n = require_node("roam::call_together");
+  std::vector<std::size_t> order(count);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  auto key = [&](std::size_t i) { return std::pair{ids[i].home, ids[i].index}; };
+  std::sort(order.begin(), order.end(), [&](auto a, auto b) { return key(a) < key(b); });
+  for (std::size_t i = 1; i < count; ++i)
+    if (key(order[i]) == key(order[i - 1]))
+      throw usage_error("roam: a multi-object handler names " + describe_object(ids[order[i]]) +
+                        " twice");
+  const node_id here = id_of(n);
+  for (std::size_t i : order) {
+    hold& h = holds_[i];
+    // The payload after the object header: (node_id at, uint64 address of the hold).
+    std::byte extra[sizeof(node_id) + sizeof(std::uint64_t)];
+    const std::uint64_t address = reinterpret_cast<std::uintptr_t>(&h);
+    std::memcpy(extra, &here, sizeof here);
+    std::memcpy(extra + sizeof here, &address, sizeof address);
+    message_ptr m =
+        operation_message(ids[i], operation_gather, access::exclusive, extra, sizeof extra);
+    m->header.reply_to = register_call(n, std::make_shared<gather_reply>(&h));
+    h.sent = true;
+    post_object_message(n, std::move(m));
+    wait(h.held);
+    if (h.failed) {
+      release_all();
+      throw object_error(h.error);
+    }
+  }
+}
+
+object_group::~object_group() { release_all(); }
+
+void object_group::release_all() noexcept {
+  for (std::size_t i = 0; i < count_; ++i)
+    if (holds_[i].sent && !holds_[i].failed) holds_[i].released.set();
+  for (std::size_t i = 0; i < count_; ++i)
+    if (holds_[i].sent) wait(holds_[i].done);
+}
+
+void* object_group::object(std::size_t i) const noexcept { return holds_[i].object; }
+
+}  // namespace roam::detail

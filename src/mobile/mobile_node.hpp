@@ -1,0 +1,62 @@
+// What the parts of the mobile-object protocol on one node share (object_runtime.cpp:
+// delivery and creation; migration.cpp: migration, destruction and the other operations).
+#pragma once
+
+#include "directory.hpp"
+
+#include <roam/mobile/detail/object_runtime.hpp>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace roam::detail {
+
+/// How far a node got with an object message (object_message_header::stage).
+enum object_message_stage : std::uint8_t {
+  stage_new = 0,       ///< not yet checked for order
+  stage_admitted = 1,  ///< in order, waiting in the object's queue for access
+  stage_granted = 2,   ///< its access is held for it: run it
+};
+
+using message_list = std::vector<message_ptr>;
+
+directory& directory_of(node_runtime& n) noexcept;
+
+object_message_header read_object_header(const message& m);
+void write_object_header(message& m, const object_message_header& oh) noexcept;
+
+/// Grants access to the head of the object's queue while it is compatible; the granted
+/// messages go to `granted` (to be run with run_all_later once the lock is released).
+void dispatch_ready(object_state& s, message_list& granted);
+void run_all_later(node_runtime& n, message_list& messages) noexcept;
+
+/// Releases the access a finished handler held, and starts what it let through.
+void release_access(node_runtime& n, object_entry& e, std::uint8_t mode);
+
+/// A message that cannot reach its object: an object_error for call(), fatal for send().
+void fail_object_message(node_runtime& n, message_ptr& m, const object_message_header& oh,
+                         const std::string& problem);
+
+/// Runs a runtime operation (migrate, destroy, locate, gather) whose access is granted.
+void run_operation(node_runtime& n, object_entry& e, message_ptr& m,
+                   const object_message_header& oh);
+
+/// Gives a multi-object group the object (the gather handler holds its exclusive
+/// access) and waits until the group releases it.
+void hold_object(object_group::hold& h, void* object);
+
+/// An object arriving on a node: built by its constructor, or unpacked after a migration
+/// with the messages that were waiting for it.
+struct installation {
+  object_id id;
+  std::uint32_t version = 0;
+  std::unique_ptr<object_box> object;
+  std::vector<std::pair<node_id, std::uint64_t>> expected;
+  message_list ready;  ///< admitted messages, in queue order
+  message_list early;  ///< messages ahead of their turn
+};
+void install_object(node_runtime& n, installation inst);
+
+}  // namespace roam::detail

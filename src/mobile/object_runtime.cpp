@@ -1,0 +1,370 @@
+// The mobile-object protocol on one node: routing and forwarding, per-origin ordering,
+// access privileges, creation and destruction. Migration is in migration.cpp.
+//
+// A message to an object goes through three gates on the node that receives it:
+// 1. Location. If the object is not here, the message is forwarded to the node's last
+//    known location, tagged with the version of that knowledge; or, if it was routed here
+//    on a newer version than this node knows (the object is on its way here), it waits for
+//    the installation. Versions only grow along a forwarding path, so a message never
+//    circles.
+// 2. Order. Each message carries a sequence number per (origin node, object); one that
+//    arrives before its predecessor waits in `early` until they have been admitted.
+// 3. Access. Admitted messages queue in arrival order; the head runs when its access
+//    (exclusive or shared) is compatible with the handlers running.
+// Every message set aside at a gate is counted as pending (note_deferred) and later runs
+// again through its handler (run_later), so quiescence detection sees it.
+#include "mobile_node.hpp"
+
+#include <roam/core/detail/handler_registry.hpp>
+
+#include <cstring>
+#include <string>
+
+namespace roam::detail {
+
+namespace {
+
+const bool extension_registered = register_node_extension(
+    extension_mobile, {[](node_runtime&) -> void* { return new directory(); },
+                       [](void* state) noexcept { delete static_cast<directory*>(state); }});
+
+bool can_grant(const object_state& s, std::uint8_t mode) noexcept {
+  if (mode == static_cast<std::uint8_t>(access::exclusive))
+    return !s.exclusive_running && s.shared_running == 0;
+  return !s.exclusive_running;
+}
+
+void grant(object_state& s, std::uint8_t mode) noexcept {
+  if (mode == static_cast<std::uint8_t>(access::exclusive))
+    s.exclusive_running = true;
+  else
+    ++s.shared_running;
+}
+
+std::string handler_name(const message_header& h, const object_message_header& oh) {
+  switch (oh.operation) {
+    case operation_migrate:
+      return "roam::migrate";
+    case operation_destroy:
+      return "roam::destroy";
+    case operation_locate:
+      return "roam::locate";
+    case operation_gather:
+      return "roam::call_together";
+    default:
+      break;
+  }
+  const handler_entry* e = handler_registry::find(h.handler);
+  return e ? std::string(e->name) : "#" + std::to_string(h.handler);
+}
+
+void send_location_update(node_runtime& n, node_id to, const object_id& id, route r);
+
+}  // namespace
+
+directory& directory_of(node_runtime& n) noexcept {
+  (void)extension_registered;
+  return *static_cast<directory*>(extension_state(n, extension_mobile));
+}
+
+object_message_header read_object_header(const message& m) {
+  if (m.header.payload_size < sizeof(object_message_header))
+    throw deserialization_error("a message to a mobile object has " +
+                                std::to_string(m.header.payload_size) +
+                                " payload bytes, fewer than its object header");
+  object_message_header oh;
+  std::memcpy(&oh, m.payload(), sizeof oh);
+  return oh;
+}
+
+void write_object_header(message& m, const object_message_header& oh) noexcept {
+  std::memcpy(m.payload(), &oh, sizeof oh);
+}
+
+void dispatch_ready(object_state& s, message_list& granted) {
+  while (!s.ready.empty()) {
+    message_ptr& front = s.ready.front();
+    object_message_header fh = read_object_header(*front);
+    if (!can_grant(s, fh.access)) break;
+    grant(s, fh.access);
+    fh.stage = stage_granted;
+    write_object_header(*front, fh);
+    granted.push_back(std::move(front));
+    s.ready.pop_front();
+  }
+}
+
+void run_all_later(node_runtime& n, message_list& messages) noexcept {
+  for (message_ptr& m : messages) run_later(n, std::move(m));
+  messages.clear();
+}
+
+std::string object_type_name(std::uint32_t type) {
+  const handler_entry* e = handler_registry::find(type);
+  if (!e) return "unknown type #" + std::to_string(type);
+  // The entry is "[roam::detail::]mobile_type<T>": show T.
+  std::string_view name = e->name;
+  const std::string_view prefix = "mobile_type<";
+  const auto at = name.find(prefix);
+  if (at != std::string_view::npos && name.back() == '>')
+    name = name.substr(at + prefix.size(), name.size() - at - prefix.size() - 1);
+  return std::string(name);
+}
+
+std::string describe_object(const object_id& id) {
+  return "mobile object " + std::to_string(id.home) + ":" + std::to_string(id.index) + " (" +
+         object_type_name(id.type) + ")";
+}
+
+void fail_object_message(node_runtime& n, message_ptr& m, const object_message_header& oh,
+                         const std::string& problem) {
+  const std::string what = "roam: " + problem + "; handler '" + handler_name(m->header, oh) +
+                           "' sent from node " + std::to_string(oh.origin) +
+                           " cannot run (message reached node " + std::to_string(id_of(n)) + ")";
+  if (!(m->header.flags & flag_wants_reply)) fatal(what);
+  message_header request = m->header;
+  request.source = oh.origin;
+  run_and_reply<void>(n, request, handler_name(m->header, oh), [&] { throw object_error(what); });
+}
+
+void release_access(node_runtime& n, object_entry& e, std::uint8_t mode) {
+  message_list granted;
+  {
+    std::lock_guard guard(e.lock);
+    object_state& s = e.state();
+    if (mode == static_cast<std::uint8_t>(access::exclusive))
+      s.exclusive_running = false;
+    else
+      --s.shared_running;
+    if (s.state == residence::resident) dispatch_ready(s, granted);
+  }
+  run_all_later(n, granted);
+}
+
+namespace {
+
+void forward(node_runtime& n, message_ptr m, object_message_header oh, route r) {
+  if (r.location == id_of(n))
+    fatal("directory inconsistency: node " + std::to_string(id_of(n)) + " routes " +
+          describe_object(oh.target) + " to itself but does not hold it");
+  oh.version = r.version;
+  ++oh.hops;
+  write_object_header(*m, oh);
+  m->header.dest = r.location;
+  post(n, std::move(m));
+}
+
+/// Runs a message whose access has been granted, then releases the access.
+void run_granted(node_runtime& n, object_entry& e, message_ptr& m, const object_message_header& oh,
+                 object_run_function run) {
+  const message_header h = m->header;  // the handler may take the block over
+  const std::uint32_t actual_type = e.state().type;
+  if (oh.target.type != actual_type) {
+    // Checked once the message has its turn, so later messages of its sender still run.
+    fail_object_message(
+        n, m, oh,
+        "a mobile_ptr<" + object_type_name(oh.target.type) + "> names " +
+            describe_object(object_id{oh.target.home, actual_type, oh.target.index}));
+    release_access(n, e, oh.access);
+    return;
+  }
+  try {
+    if (oh.operation != operation_none) {
+      run_operation(n, e, m, oh);
+    } else {
+      void* object = e.state().object->get();
+      run(n, object, m, oh);
+    }
+  } catch (const deserialization_error&) {
+    throw;  // reported by the node runtime as a malformed payload
+  } catch (const std::exception& ex) {
+    fatal(describe_object(oh.target) + ": handler '" + handler_name(h, oh) + "' (sent from node " +
+          std::to_string(oh.origin) + ", running on node " + std::to_string(id_of(n)) + ") threw " +
+          type_name_of(typeid(ex)) + ": " + ex.what());
+  } catch (...) {
+    fatal(describe_object(oh.target) + ": a handler sent from node " + std::to_string(oh.origin) +
+          " threw an exception not derived from std::exception on node " +
+          std::to_string(id_of(n)));
+  }
+  // Lazy update: the origin learns where the object was found (unless the handler just
+  // moved it: the destination's installation is the news then).
+  if (oh.hops > 0 && oh.origin != id_of(n)) {
+    const route r = e.current_route();
+    if (r.location == id_of(n)) send_location_update(n, oh.origin, oh.target, r);
+  }
+  release_access(n, e, oh.access);
+}
+
+// ---- location updates (runtime-internal, not counted by quiescence) ---------------------
+
+struct location_update {
+  object_id id;
+  route where;
+};
+
+handler_entry location_update_entry{
+    "roam.mobile.location_update", [](node_runtime& n, message_ptr& m) {
+      if (m->header.payload_size != sizeof(location_update))
+        throw deserialization_error("a location update has " +
+                                    std::to_string(m->header.payload_size) + " bytes");
+      location_update u;
+      std::memcpy(&u, m->payload(), sizeof u);
+      // A node learns that an object is on itself only by installing it: an update
+      // saying so could overtake the installation and make the node forward to itself.
+      if (u.where.location != id_of(n)) directory_of(n).find_or_insert(u.id).learn_route(u.where);
+    }};
+
+const bool location_update_registered = handler_registry::add(&location_update_entry);
+
+void send_location_update(node_runtime& n, node_id to, const object_id& id, route r) {
+  (void)location_update_registered;
+  location_update u{id, r};
+  message_ptr m = message::allocate(sizeof u);
+  m->header.handler = id_of(location_update_entry);
+  m->header.flags = flag_system;
+  m->header.dest = to;
+  m->header.payload_size = sizeof u;
+  std::memcpy(m->payload(), &u, sizeof u);
+  post(n, std::move(m));
+}
+
+}  // namespace
+
+// ---- delivery ---------------------------------------------------------------------------
+
+void deliver_object_message(node_runtime& n, message_ptr& m, object_run_function run) {
+  object_message_header oh = read_object_header(*m);
+  if (oh.target.index == 0 || oh.target.home >= size_of(n) || oh.origin >= size_of(n) ||
+      oh.access > static_cast<std::uint8_t>(access::shared) || oh.stage > stage_granted)
+    throw deserialization_error("invalid object header (object " + std::to_string(oh.target.home) +
+                                ":" + std::to_string(oh.target.index) + ", origin " +
+                                std::to_string(oh.origin) + ")");
+  object_entry& e = directory_of(n).find_or_insert(oh.target);
+  if (oh.stage == stage_granted) {
+    run_granted(n, e, m, oh, run);
+    return;
+  }
+  message_list later;
+  {
+    std::unique_lock lock(e.lock);
+    object_state& s = e.state();
+    if (s.state == residence::destroyed) {
+      lock.unlock();
+      fail_object_message(n, m, oh, describe_object(oh.target) + " was destroyed");
+      return;
+    }
+    if (s.state == residence::absent) {
+      route r = e.current_route();
+      if (oh.version > r.version) {
+        // Routed here by a node that knows of an installation this one has not seen yet.
+        s.awaiting_install.push_back(std::move(m));
+        note_deferred(n);
+        return;
+      }
+      lock.unlock();
+      if (r.version == 0) {
+        if (id_of(n) == oh.target.home) {
+          fail_object_message(n, m, oh, describe_object(oh.target) + " was never created");
+          return;
+        }
+        r.location = oh.target.home;  // no knowledge here: ask the creating node
+      }
+      forward(n, std::move(m), oh, r);
+      return;
+    }
+    std::uint64_t& next = s.expected_from(oh.origin);
+    if (oh.seq != next) {
+      if (oh.seq < next)
+        throw deserialization_error("sequence number " + std::to_string(oh.seq) + " from node " +
+                                    std::to_string(oh.origin) + " for " +
+                                    describe_object(oh.target) + " was already delivered");
+      s.early.emplace(std::pair{oh.origin, oh.seq}, std::move(m));
+      note_deferred(n);
+      return;
+    }
+    ++next;
+    const bool run_now = s.ready.empty() && can_grant(s, oh.access);
+    if (run_now) {
+      grant(s, oh.access);
+    } else {
+      oh.stage = stage_admitted;
+      write_object_header(*m, oh);
+      s.ready.push_back(std::move(m));
+      note_deferred(n);
+    }
+    // Successors from the same origin that arrived early are now in order.
+    for (auto it = s.early.find({oh.origin, next}); it != s.early.end();
+         it = s.early.find({oh.origin, next})) {
+      object_message_header eh = read_object_header(*it->second);
+      eh.stage = stage_admitted;
+      write_object_header(*it->second, eh);
+      s.ready.push_back(std::move(it->second));
+      s.early.erase(it);
+      ++next;
+    }
+    dispatch_ready(s, later);
+    if (!run_now) {
+      lock.unlock();
+      run_all_later(n, later);
+      return;
+    }
+  }
+  run_all_later(n, later);
+  run_granted(n, e, m, oh, run);
+}
+
+void post_object_message(node_runtime& n, message_ptr m) {
+  object_message_header oh = read_object_header(*m);
+  object_entry& e = directory_of(n).find_or_insert(oh.target);
+  oh.seq = e.take_sequence();
+  oh.origin = id_of(n);
+  route r = e.current_route();
+  oh.version = r.version;
+  m->header.dest = r.version ? r.location : oh.target.home;
+  write_object_header(*m, oh);
+  post(n, std::move(m));
+}
+
+// ---- creation -----------------------------------------------------------------------------
+
+object_id create_local_object(node_runtime& n, std::uint32_t type,
+                              std::unique_ptr<object_box> box) {
+  directory& dir = directory_of(n);
+  object_id id{id_of(n), type, dir.next_index()};
+  object_entry& e = dir.find_or_insert(id);
+  std::lock_guard guard(e.lock);
+  object_state& s = e.state();
+  s.state = residence::resident;
+  s.type = type;
+  s.object = std::move(box);
+  e.learn_route({1, id_of(n)});
+  return id;
+}
+
+object_id create_remote_object(node_runtime& n, std::uint32_t type, node_id where,
+                               message_ptr construct) {
+  directory& dir = directory_of(n);
+  object_id id{id_of(n), type, dir.next_index()};
+  dir.find_or_insert(id).learn_route({1, where});
+  std::memcpy(construct->payload(), &id, sizeof id);
+  construct->header.dest = where;
+  post(n, std::move(construct));
+  return id;
+}
+
+void install_constructed_object(node_runtime& n, const object_id& id,
+                                std::unique_ptr<object_box> box) {
+  installation inst;
+  inst.id = id;
+  inst.version = 1;
+  inst.object = std::move(box);
+  install_object(n, std::move(inst));
+}
+
+node_id last_known_location(const object_id& id) {
+  node_runtime& n = sending_node("roam::call_together");
+  route r = directory_of(n).find_or_insert(id).current_route();
+  return r.version ? r.location : id.home;
+}
+
+}  // namespace roam::detail

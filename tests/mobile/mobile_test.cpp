@@ -1,0 +1,429 @@
+// Mobile objects: creation, invocation, access privileges, ordering, migration, forwarding,
+// destruction, errors and multi-object handlers. The same suite runs on the inproc
+// transport with 1-4 virtual nodes and under mpiexec with 2-4 ranks.
+#include <roam/roam.hpp>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+
+template <class Body>
+void run_everywhere(Body body) {
+  ASSERT_EQ(roam::run(roam::config::from_environment(), body), 0);
+}
+
+// Observations that must not travel with the objects: per object index, per process.
+constexpr std::size_t max_objects = 4096;
+std::array<std::atomic<int>, max_objects> exclusive_inside{};
+std::array<std::atomic<int>, max_objects> shared_inside{};
+std::array<std::atomic<int>, max_objects> max_shared_inside{};
+std::array<std::atomic<int>, max_objects> shared_entered{};
+std::atomic<int> overlaps{0};
+
+struct counter {
+  long total = 0;
+  std::vector<std::vector<int>> history;  // non-contiguous data that must survive migration
+  std::map<roam::node_id, long> last_from;
+  long out_of_order = 0;
+  std::uint64_t slot = 0;  // index into the observation arrays
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(total, history, last_from, out_of_order, slot);
+  }
+
+  void add(long v) { total += v; }
+  long get() const { return total; }
+  roam::node_id where() const { return roam::this_node(); }
+
+  // Records messages numbered per sender; a sender's numbers must arrive in order.
+  void record(roam::node_id from, long number) {
+    guard_exclusive();
+    auto [it, fresh] = last_from.try_emplace(from, -1);
+    if (number != it->second + 1) ++out_of_order;
+    it->second = number;
+    if (history.empty() || history.back().size() == 8) history.emplace_back();
+    history.back().push_back(static_cast<int>(number));
+    roam::this_task::yield();  // invite overlap: another handler could start now
+    leave_exclusive();
+  }
+
+  // Waits (suspending, not blocking) until `target` handlers have entered so far, or
+  // `patience` has passed; returns how many were inside at once when it entered. Shared
+  // by default; forced exclusive in the tests, where it must run alone.
+  int meet(int target, int patience_ms) const {
+    const int now_inside = shared_inside[slot].fetch_add(1) + 1;
+    shared_entered[slot].fetch_add(1);
+    int previous = max_shared_inside[slot].load();
+    while (previous < now_inside &&
+           !max_shared_inside[slot].compare_exchange_weak(previous, now_inside)) {
+    }
+    if (exclusive_inside[slot].load() != 0) overlaps.fetch_add(1);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(patience_ms);
+    while (shared_entered[slot].load() < target && std::chrono::steady_clock::now() < deadline)
+      roam::this_task::sleep_for(100us);
+    shared_inside[slot].fetch_sub(1);
+    return now_inside;
+  }
+
+  void guard_exclusive() const {
+    if (exclusive_inside[slot].fetch_add(1) != 0 || shared_inside[slot].load() != 0)
+      overlaps.fetch_add(1);
+  }
+  void leave_exclusive() const { exclusive_inside[slot].fetch_sub(1); }
+
+  long fail(long code) {
+    if (code > 0) throw std::invalid_argument("bad code " + std::to_string(code));
+    return code;
+  }
+};
+
+struct other_type {
+  int value = 0;
+  int get() const { return value; }
+};
+
+long add_and_report(counter& c, long v) {
+  c.total += v;
+  return c.total;
+}
+long peek(const counter& c) { return c.total; }
+
+struct scaled_add {  // a serializable function object: its state travels with it
+  long factor = 1;
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(factor);
+  }
+  long operator()(counter& c, long v) const { return c.total += v * factor; }
+};
+
+roam::node_id next_node(roam::node_id k = 1) { return (roam::this_node() + k) % roam::num_nodes(); }
+
+}  // namespace
+
+TEST(MobileObjects, CreateHereAndElsewhereThenSendAndCall) {
+  run_everywhere([] {
+    auto here = roam::make_mobile<counter>();
+    auto there = roam::make_mobile<counter>(roam::node(next_node()));
+    EXPECT_TRUE(here);
+    EXPECT_EQ(here.home(), roam::this_node());
+    EXPECT_EQ(there.home(), roam::this_node());
+    EXPECT_NE(here, there);
+    for (long i = 1; i <= 10; ++i) {
+      here.send<&counter::add>(i);
+      there.send<&counter::add>(2 * i);
+    }
+    EXPECT_EQ(here.call<&counter::get>().get(), 55);
+    EXPECT_EQ(there.call<&counter::get>().get(), 110);
+    EXPECT_EQ(there.call<&counter::where>().get(), next_node());
+    EXPECT_EQ(roam::locate(there).get(), next_node());
+    // Free functions, lambdas and function objects taking the object first.
+    EXPECT_EQ(there.call(add_and_report, 1L).get(), 111);
+    EXPECT_EQ(there.call(peek).get(), 111);
+    EXPECT_EQ(there.call([](counter& c, long v) { return c.total -= v; }, 11L).get(), 100);
+    EXPECT_EQ(there.call(scaled_add{3}, 5L).get(), 115);
+    there.send([](counter& c) { c.total = 0; });
+    EXPECT_EQ(there.call<&counter::get>().get(), 0);
+    roam::barrier();
+  });
+}
+
+TEST(MobileObjects, PointersTravelInMessagesAndWorkFromAnyNode) {
+  run_everywhere([] {
+    // Node 0 creates one object per node; everybody sends to all of them at once, even
+    // before the remote constructions have finished.
+    std::vector<roam::mobile_ptr<counter>> objects;
+    if (roam::this_node() == 0)
+      for (roam::node_id d = 0; d < roam::num_nodes(); ++d)
+        objects.push_back(roam::make_mobile<counter>(roam::node(d)));
+    objects = roam::broadcast_value(objects);
+    for (auto& p : objects) p.send<&counter::add>(long{roam::this_node()} + 1);
+    roam::barrier();
+    if (roam::this_node() == 0) roam::wait_quiescence();
+    roam::barrier();
+    const long n = roam::num_nodes();
+    for (std::size_t i = 0; i < objects.size(); ++i) {
+      EXPECT_EQ(objects[i].call<&counter::get>().get(), n * (n + 1) / 2);
+      EXPECT_EQ(roam::locate(objects[i]).get(), static_cast<roam::node_id>(i));
+    }
+    roam::barrier();
+  });
+}
+
+TEST(MobileObjects, ExclusiveHandlersNeverOverlapAndSendersStayInOrder) {
+  overlaps = 0;
+  run_everywhere([] {
+    std::vector<roam::mobile_ptr<counter>> objects;
+    if (roam::this_node() == 0)
+      for (std::uint64_t k = 0; k < 4; ++k) {
+        counter c;
+        c.slot = k;
+        objects.push_back(roam::make_mobile<counter>(roam::node(k % roam::num_nodes()), c));
+      }
+    objects = roam::broadcast_value(objects);
+    for (long i = 0; i < 300; ++i)
+      for (auto& p : objects) p.send<&counter::record>(roam::this_node(), i);
+    roam::barrier();
+    if (roam::this_node() == 0) roam::wait_quiescence();
+    roam::barrier();
+    for (auto& p : objects) {
+      auto state = p.call([](const counter& c) { return c; }).get();
+      EXPECT_EQ(state.out_of_order, 0);
+      EXPECT_EQ(state.last_from.size(), roam::num_nodes());
+      for (auto [from, last] : state.last_from) EXPECT_EQ(last, 299) << "from node " << from;
+    }
+    roam::barrier();
+  });
+  EXPECT_EQ(overlaps.load(), 0);
+}
+
+TEST(MobileObjects, SharedHandlersRunTogether) {
+  overlaps = 0;
+  for (auto& m : max_shared_inside) m = 0;
+  for (auto& m : shared_entered) m = 0;
+  run_everywhere([] {
+    if (roam::this_node() == 0) {
+      counter c;
+      c.slot = 7;
+      auto p = roam::make_mobile<counter>(roam::node(next_node()), c);
+      // Two shared handlers: the first waits until the second has entered, so they
+      // overlap.
+      auto a = p.call<&counter::meet>(2, 5000);
+      auto b = p.call<&counter::meet>(2, 5000);
+      EXPECT_EQ(a.get(), 1);
+      EXPECT_EQ(b.get(), 2);
+      // (The object may live in another process: ask it.)
+      auto most_inside = [&p] {
+        return p.call([](const counter& c) { return max_shared_inside[c.slot].exchange(0); }).get();
+      };
+      EXPECT_EQ(most_inside(), 2);
+      // Forced exclusive, the first waits in vain (a while) for the second to enter.
+      auto c1 = p.call<&counter::meet, roam::access::exclusive>(4, 200);
+      auto c2 = p.call<&counter::meet, roam::access::exclusive>(4, 200);
+      EXPECT_EQ(c1.get(), 1);
+      EXPECT_EQ(c2.get(), 1);
+      EXPECT_EQ(most_inside(), 1);
+      // A function of `const counter&` forced exclusive.
+      EXPECT_EQ(p.call<roam::access::exclusive>(peek).get(), 0);
+    }
+    roam::barrier();
+  });
+  EXPECT_EQ(overlaps.load(), 0);
+}
+
+TEST(MobileObjects, MigrationKeepsStateAndMessagesFollowTheObject) {
+  run_everywhere([] {
+    if (roam::this_node() == 0) {
+      counter init;
+      init.history = {{1, 2}, {3}, {}};
+      init.last_from = {{5, 9}};
+      auto p = roam::make_mobile<counter>(init);
+      long expected = 0;
+      for (int round = 0; round < 3 * static_cast<int>(roam::num_nodes()); ++round) {
+        const auto dest = static_cast<roam::node_id>((round * 7 + 1) % roam::num_nodes());
+        p.send<&counter::add>(long{round});  // queued before the move: moves with it
+        expected += round;
+        roam::migrate(p, dest).get();
+        EXPECT_EQ(roam::locate(p).get(), dest);
+        p.send<&counter::add>(long{100});
+        expected += 100;
+      }
+      auto state = p.call([](const counter& c) { return c; }).get();
+      EXPECT_EQ(state.total, expected);
+      EXPECT_EQ(state.history, init.history);
+      EXPECT_EQ(state.last_from, init.last_from);
+    }
+    roam::barrier();
+  });
+}
+
+TEST(MobileObjects, StaleSendersAreForwardedAndCorrected) {
+  run_everywhere([] {
+    // Node 0 creates the object and moves it around; everybody else keeps sending with
+    // what it knows (at first: nothing; then whatever the lazy updates told it).
+    roam::mobile_ptr<counter> p;
+    if (roam::this_node() == 0) p = roam::make_mobile<counter>();
+    p = roam::broadcast_value(p);
+    const long n = roam::num_nodes();
+    for (int round = 0; round < 20; ++round) {
+      if (roam::this_node() == 0) roam::migrate(p, static_cast<roam::node_id>(round % n)).get();
+      roam::barrier();
+      for (int i = 0; i < 10; ++i) p.send<&counter::add>(long{1});
+      EXPECT_EQ(p.call<&counter::where>().get(), static_cast<roam::node_id>(round % n));
+      roam::barrier();
+    }
+    if (roam::this_node() == 0) roam::wait_quiescence();
+    roam::barrier();
+    EXPECT_EQ(p.call<&counter::get>().get(), 20 * 10 * n);
+    roam::barrier();
+  });
+}
+
+TEST(MobileObjects, HandlersMayMigrateOrDestroyTheirOwnObject) {
+  run_everywhere([] {
+    if (roam::this_node() == 0) {
+      auto p = roam::make_mobile<counter>();
+      const roam::node_id dest = next_node();
+      // Inside the handler: ask for the move and return (the move runs after it).
+      p.call(
+           [](counter& c, roam::mobile_ptr<counter> self, roam::node_id to) {
+             c.total = 42;
+             (void)roam::migrate(self, to);
+           },
+           p, dest)
+          .get();
+      EXPECT_EQ(roam::locate(p).get(), dest);
+      EXPECT_EQ(p.call<&counter::get>().get(), 42);
+      p.call([](counter&, roam::mobile_ptr<counter> self) { (void)roam::destroy(self); }, p).get();
+      EXPECT_THROW(p.call<&counter::get>().get(), roam::object_error);
+    }
+    roam::barrier();
+  });
+}
+
+TEST(MobileObjects, DestroyedAndMistypedPointersFailClearly) {
+  run_everywhere([] {
+    if (roam::this_node() == 0) {
+      auto p = roam::make_mobile<counter>(roam::node(next_node()));
+      p.send<&counter::add>(long{5});
+      roam::destroy(p).get();
+      try {
+        p.call<&counter::get>().get();
+        ADD_FAILURE() << "expected roam::object_error";
+      } catch (const roam::object_error& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("mobile object 0:"), std::string::npos) << what;
+        EXPECT_NE(what.find("was destroyed"), std::string::npos) << what;
+        EXPECT_NE(what.find("counter"), std::string::npos) << what;
+      }
+      EXPECT_THROW(roam::locate(p).get(), roam::object_error);
+      EXPECT_THROW(roam::destroy(p).get(), roam::object_error);
+
+      // A pointer whose type does not match the object.
+      auto q = roam::make_mobile<counter>(roam::node(next_node()));
+      auto typed = roam::make_mobile<other_type>();
+      auto id = q.id();
+      id.type = typed.id().type;
+      auto wrong = roam::mobile_ptr<other_type>::from_id(id);
+      try {
+        wrong.call<&other_type::get>().get();
+        ADD_FAILURE() << "expected roam::object_error";
+      } catch (const roam::object_error& e) {
+        EXPECT_NE(std::string(e.what()).find("mobile_ptr<"), std::string::npos) << e.what();
+      }
+      // A pointer to an object that never existed.
+      auto never = roam::mobile_ptr<counter>::from_id({0, q.id().type, 1000000});
+      EXPECT_THROW(never.call<&counter::get>().get(), roam::object_error);
+      // Null pointers are rejected at the call.
+      EXPECT_THROW(roam::mobile_ptr<counter>{}.send<&counter::add>(long{1}), roam::usage_error);
+      // Exceptions from handlers reach the future.
+      try {
+        q.call<&counter::fail>(long{3}).get();
+        ADD_FAILURE() << "expected roam::remote_error";
+      } catch (const roam::remote_error& e) {
+        EXPECT_EQ(e.exception_type(), "std::invalid_argument");
+        EXPECT_EQ(e.original_message(), "bad code 3");
+      }
+      EXPECT_EQ(q.call<&counter::fail>(long{0}).get(), 0);  // the object is still usable
+    }
+    roam::barrier();
+  });
+}
+
+TEST(MobileObjects, HandlersMayWaitForOtherObjects) {
+  run_everywhere([] {
+    auto a = roam::make_mobile<counter>();
+    auto b = roam::make_mobile<counter>(roam::node(next_node()));
+    b.send<&counter::add>(long{40});
+    // a's handler calls b and waits for it (suspending, not blocking its worker).
+    auto f = a.call(
+        [](counter& self, roam::mobile_ptr<counter> other) {
+          self.total = other.call<&counter::get>().get() + 2;
+          return self.total;
+        },
+        b);
+    EXPECT_EQ(f.get(), 42);
+    roam::barrier();
+  });
+}
+
+TEST(MobileObjects, MultiObjectHandlersSeeAllTheirObjectsOnOneNode) {
+  run_everywhere([] {
+    const roam::node_id n = roam::num_nodes();
+    std::vector<roam::mobile_ptr<counter>> objects;
+    if (roam::this_node() == 0)
+      for (roam::node_id d = 0; d < 3; ++d) {
+        counter c;
+        c.total = 10 * (d + 1);
+        objects.push_back(roam::make_mobile<counter>(roam::node(d % n), c));
+      }
+    objects = roam::broadcast_value(objects);
+    // Every node moves value around the three objects at once; groups overlap.
+    for (int i = 0; i < 20; ++i) {
+      auto& x = objects[static_cast<std::size_t>(i + roam::this_node()) % 3];
+      auto& y = objects[static_cast<std::size_t>(i + roam::this_node() + 1) % 3];
+      auto moved = roam::call_together(
+          [](counter& from, counter& to, long amount) {
+            if (roam::this_node() != from.where()) throw std::logic_error("not local");
+            from.total -= amount;
+            to.total += amount;
+            return from.where();
+          },
+          std::tuple{x, y}, long{1});
+      const roam::node_id ran_on = moved.get();
+      EXPECT_LT(ran_on, n);
+    }
+    roam::barrier();
+    if (roam::this_node() == 0) {
+      roam::wait_quiescence();
+      long total = 0;
+      for (auto& p : objects) total += p.call<&counter::get>().get();
+      EXPECT_EQ(total, 60);  // nothing lost, nothing duplicated
+      // A group with a destroyed object fails, and releases the others untouched.
+      const long third = objects[2].call<&counter::get>().get();
+      roam::destroy(objects[2]).get();
+      auto failed = roam::call_together([](counter& a, counter&) { a.total += 1000; },
+                                        std::tuple{objects[0], objects[2]});
+      EXPECT_THROW(failed.get(), roam::object_error);
+      EXPECT_EQ(objects[0].call<&counter::get>().get() + objects[1].call<&counter::get>().get(),
+                60 - third);
+      // Naming one object twice is a usage error, reported through the future.
+      auto twice =
+          roam::call_together([](counter&, counter&) {}, std::tuple{objects[0], objects[0]});
+      EXPECT_THROW(twice.get(), roam::remote_error);
+    }
+    roam::barrier();
+  });
+}
+
+TEST(MobileObjects, QuiescenceWaitsForMessagesHeldByObjects) {
+  run_everywhere([] {
+    roam::mobile_ptr<counter> p;
+    if (roam::this_node() == 0) p = roam::make_mobile<counter>(roam::node(next_node()));
+    p = roam::broadcast_value(p);
+    // Many messages and moves at once: many are set aside (out of order, waiting for
+    // access or for the object to arrive) at some point.
+    for (long i = 0; i < 200; ++i) {
+      p.send<&counter::add>(long{1});
+      if (i % 50 == 0 && roam::this_node() == 0)
+        (void)roam::migrate(p, static_cast<roam::node_id>(i / 50 % roam::num_nodes()));
+    }
+    roam::barrier();
+    if (roam::this_node() == 0) roam::wait_quiescence();
+    roam::barrier();
+    if (roam::this_node() == 0) {
+      EXPECT_EQ(p.call<&counter::get>().get(), 200 * static_cast<long>(roam::num_nodes()));
+    }
+    roam::barrier();
+  });
+}
