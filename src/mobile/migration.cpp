@@ -206,7 +206,9 @@ void install_object(node_runtime& n, installation inst) {
     for (message_ptr& m : inst.ready) s.ready.push_back(std::move(m));
     for (message_ptr& m : inst.early) {
       object_message_header oh = read_object_header(*m);
-      s.early.emplace(std::pair{oh.origin, oh.seq}, std::move(m));
+      if (!s.early.try_emplace(std::pair{oh.origin, oh.seq}, std::move(m)).second)
+        throw deserialization_error("two messages packed with " + describe_object(inst.id) +
+                                    " have the same sequence number");
     }
     e.learn_route({inst.version, id_of(n)});
     // Messages that were routed here for this installation (or an older one) go through
@@ -326,7 +328,7 @@ namespace {
 
 class gather_reply final : public reply_target {
  public:
-  explicit gather_reply(object_group::hold* h) noexcept : hold_(h) {}
+  explicit gather_reply(std::shared_ptr<object_group::hold> h) noexcept : hold_(std::move(h)) {}
   void deliver(const std::byte* payload, std::size_t size, bool is_error) override {
     if (is_error) {
       message_reader r(payload, size);
@@ -341,13 +343,12 @@ class gather_reply final : public reply_target {
   }
 
  private:
-  object_group::hold* hold_;
+  std::shared_ptr<object_group::hold> hold_;
 };
 
 }  // namespace
 
-object_group::object_group(const object_id* ids, std::size_t count)
-    : holds_(std::make_unique<hold[]>(count)), count_(count) {
+object_group::object_group(const object_id* ids, std::size_t count) {
   node_runtime& n = require_node("roam::call_together");
   std::vector<std::size_t> order(count);
   std::iota(order.begin(), order.end(), std::size_t{0});
@@ -357,36 +358,40 @@ object_group::object_group(const object_id* ids, std::size_t count)
     if (key(order[i]) == key(order[i - 1]))
       throw usage_error("roam: a multi-object handler names " + describe_object(ids[order[i]]) +
                         " twice");
+  holds_.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) holds_.push_back(std::make_shared<hold>());
   const node_id here = id_of(n);
-  for (std::size_t i : order) {
-    hold& h = holds_[i];
-    // The payload after the object header: (node_id at, uint64 address of the hold).
-    std::byte extra[sizeof(node_id) + sizeof(std::uint64_t)];
-    const std::uint64_t address = reinterpret_cast<std::uintptr_t>(&h);
-    std::memcpy(extra, &here, sizeof here);
-    std::memcpy(extra + sizeof here, &address, sizeof address);
-    message_ptr m =
-        operation_message(ids[i], operation_gather, access::exclusive, extra, sizeof extra);
-    m->header.reply_to = register_call(n, std::make_shared<gather_reply>(&h));
-    h.sent = true;
-    post_object_message(n, std::move(m));
-    wait(h.held);
-    if (h.failed) {
-      release_all();
-      throw object_error(h.error);
+  try {
+    for (std::size_t i : order) {
+      hold& h = *holds_[i];
+      // The payload after the object header: (node_id at, uint64 address of the hold).
+      std::byte extra[sizeof(node_id) + sizeof(std::uint64_t)];
+      const std::uint64_t address = reinterpret_cast<std::uintptr_t>(&h);
+      std::memcpy(extra, &here, sizeof here);
+      std::memcpy(extra + sizeof here, &address, sizeof address);
+      message_ptr m =
+          operation_message(ids[i], operation_gather, access::exclusive, extra, sizeof extra);
+      m->header.reply_to = register_call(n, std::make_shared<gather_reply>(holds_[i]));
+      h.sent = true;
+      post_object_message(n, std::move(m));
+      wait(h.held);
+      if (h.failed) throw object_error(h.error);
     }
+  } catch (...) {
+    release_all();  // the destructor does not run for a constructor that throws
+    throw;
   }
 }
 
 object_group::~object_group() { release_all(); }
 
 void object_group::release_all() noexcept {
-  for (std::size_t i = 0; i < count_; ++i)
-    if (holds_[i].sent && !holds_[i].failed) holds_[i].released.set();
-  for (std::size_t i = 0; i < count_; ++i)
-    if (holds_[i].sent) wait(holds_[i].done);
+  for (auto& h : holds_)
+    if (h->sent && !h->failed && !h->released.ready()) h->released.set();
+  for (auto& h : holds_)
+    if (h->sent) wait(h->done);
 }
 
-void* object_group::object(std::size_t i) const noexcept { return holds_[i].object; }
+void* object_group::object(std::size_t i) const noexcept { return holds_[i]->object; }
 
 }  // namespace roam::detail

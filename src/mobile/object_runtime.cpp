@@ -278,7 +278,10 @@ void deliver_object_message(node_runtime& n, message_ptr& m, object_run_function
         throw deserialization_error("sequence number " + std::to_string(oh.seq) + " from node " +
                                     std::to_string(oh.origin) + " for " +
                                     describe_object(oh.target) + " was already delivered");
-      s.early.emplace(std::pair{oh.origin, oh.seq}, std::move(m));
+      if (!s.early.try_emplace(std::pair{oh.origin, oh.seq}, std::move(m)).second)
+        throw deserialization_error("sequence number " + std::to_string(oh.seq) + " from node " +
+                                    std::to_string(oh.origin) + " for " +
+                                    describe_object(oh.target) + " arrived twice");
       note_deferred(n);
       return;
     }

@@ -6,10 +6,13 @@
 // `object.method(args...)` there.
 //
 // Guarantees:
-// - Ordering: messages one node sends to one object start in the order they were sent
-//   (the order in which the sending calls returned, for calls from several threads of
-//   the node), across migrations and forwarding. Nothing is ordered between different
-//   senders or different objects.
+// - Ordering: messages one node sends to one object run in the order they were sent (the
+//   order in which the sending calls returned, for calls from several threads of the
+//   node), across migrations and forwarding: a handler starts only after every earlier
+//   exclusive handler from that node has finished, and an exclusive handler only after
+//   every earlier handler. Consecutive shared handlers may run together, so they may also
+//   start in any order among themselves. Nothing is ordered between different senders or
+//   different objects.
 // - Access: a handler through a non-const member function (or taking `T&`) is exclusive:
 //   no other handler runs on the object meanwhile. Through a const member function (or
 //   `const T&`) it is shared: shared handlers of one object may run at the same time.

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <utility>
+#include <vector>
 
 namespace roam {
 
@@ -140,8 +141,9 @@ class object_group {
  private:
   /// Lets go of every held object and waits until each request has finished.
   void release_all() noexcept;
-  std::unique_ptr<hold[]> holds_;
-  std::size_t count_;
+  // Shared with the reply handlers, which may still touch a hold's flags after the
+  // group has seen them set.
+  std::vector<std::shared_ptr<hold>> holds_;
 };
 
 }  // namespace roam::detail
