@@ -3,6 +3,7 @@
 // transport. Run with `./run bench pingpong [--json]` (it starts 2 ranks itself).
 #include "bench_report.hpp"
 #include "mpi_pair.hpp"
+#include "pingpong_common.hpp"
 
 #include <roam/roam.hpp>
 
@@ -15,37 +16,8 @@
 
 namespace {
 
-using clock_type = std::chrono::steady_clock;
-std::vector<std::size_t> sizes = {8, 64, 512, 4096, 32768, 65536, 262144, 1048576, 4194304};
-
-int iterations(std::size_t size) {
-  if (size <= 4096) return 20000;
-  if (size <= 65536) return 4000;
-  if (size <= 1048576) return 400;
-  return 100;
-}
-
-double mpi_one_way_us(std::size_t size, int rank) {
-  std::vector<std::uint8_t> buf(size, 1);
-  const int count = static_cast<int>(size), peer = 1 - rank, iters = iterations(size);
-  for (int warm = 0; warm < 2; ++warm) {
-    MPI_Barrier(MPI_COMM_WORLD);
-    auto start = clock_type::now();
-    for (int i = 0; i < (warm ? iters : iters / 10); ++i) {
-      if (rank == 0) {
-        MPI_Send(buf.data(), count, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
-        MPI_Recv(buf.data(), count, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      } else {
-        MPI_Recv(buf.data(), count, MPI_BYTE, peer, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        MPI_Send(buf.data(), count, MPI_BYTE, peer, 1, MPI_COMM_WORLD);
-      }
-    }
-    if (warm)
-      return std::chrono::duration<double, std::micro>(clock_type::now() - start).count() / iters /
-             2;
-  }
-  return 0;
-}
+using namespace roam_bench;
+std::vector<std::size_t>& sizes = pingpong_sizes;
 
 // roam: node 0 sends `ping` with the payload; node 1's handler sends the same buffer back
 // with `pong`; node 0's pong handler fulfils the promise node 0's application thread waits
@@ -74,17 +46,6 @@ std::vector<double> roam_one_way_us(roam::config cfg) {
     }
   });
   return result;
-}
-
-// A barrier that sleeps instead of polling, so a waiting rank leaves the cores to the
-// measurement (Open MPI's MPI_Barrier spins).
-void sleepy_barrier() {
-  MPI_Request r;
-  MPI_Ibarrier(MPI_COMM_WORLD, &r);
-  for (int done = 0; !done;) {
-    MPI_Test(&r, &done, MPI_STATUS_IGNORE);
-    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
 }
 
 }  // namespace

@@ -361,6 +361,7 @@ object_group::object_group(const object_id* ids, std::size_t count) {
   holds_.reserve(count);
   for (std::size_t i = 0; i < count; ++i) holds_.push_back(std::make_shared<hold>());
   const node_id here = id_of(n);
+  std::exception_ptr failure;
   try {
     for (std::size_t i : order) {
       hold& h = *holds_[i];
@@ -378,8 +379,13 @@ object_group::object_group(const object_id* ids, std::size_t count) {
       if (h.failed) throw object_error(h.error);
     }
   } catch (...) {
+    failure = std::current_exception();
+  }
+  if (failure) {
+    // Outside the catch block: releasing waits, and a fiber that waits inside a catch
+    // block may resume on another thread, whose exception bookkeeping is not its own.
     release_all();  // the destructor does not run for a constructor that throws
-    throw;
+    std::rethrow_exception(failure);
   }
 }
 

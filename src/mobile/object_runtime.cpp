@@ -118,13 +118,14 @@ std::string describe_object(const object_id& id) {
 
 void fail_object_message(node_runtime& n, message_ptr& m, const object_message_header& oh,
                          const std::string& problem) {
-  const std::string what = "roam: " + problem + "; handler '" + handler_name(m->header, oh) +
+  const std::string what = problem + "; handler '" + handler_name(m->header, oh) +
                            "' sent from node " + std::to_string(oh.origin) +
                            " cannot run (message reached node " + std::to_string(id_of(n)) + ")";
   if (!(m->header.flags & flag_wants_reply)) fatal(what);
   message_header request = m->header;
   request.source = oh.origin;
-  run_and_reply<void>(n, request, handler_name(m->header, oh), [&] { throw object_error(what); });
+  run_and_reply<void>(n, request, handler_name(m->header, oh),
+                      [&] { throw object_error("roam: " + what); });
 }
 
 void release_access(node_runtime& n, object_entry& e, std::uint8_t mode) {

@@ -264,7 +264,7 @@ TEST(MobileObjects, StaleSendersAreForwardedAndCorrected) {
     }
     if (roam::this_node() == 0) roam::wait_quiescence();
     roam::barrier();
-    EXPECT_EQ(p.call<&counter::get>().get(), 20 * 10 * n);
+    EXPECT_EQ(p.call<&counter::get>().get(), 20L * 10L * n);
     roam::barrier();
   });
 }
@@ -364,7 +364,7 @@ TEST(MobileObjects, MultiObjectHandlersSeeAllTheirObjectsOnOneNode) {
     if (roam::this_node() == 0)
       for (roam::node_id d = 0; d < 3; ++d) {
         counter c;
-        c.total = 10 * (d + 1);
+        c.total = 10L * (d + 1);
         objects.push_back(roam::make_mobile<counter>(roam::node(d % n), c));
       }
     objects = roam::broadcast_value(objects);

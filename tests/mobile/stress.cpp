@@ -135,6 +135,7 @@ int main(int argc, char** argv) {
         // Flow control: a sender that runs far ahead piles up queues that every migration
         // then has to carry. A call runs after this node's earlier messages to the object.
         std::vector<roam::future<std::uint64_t>> drained;
+        drained.reserve(cells.size());
         for (auto& c : cells) drained.push_back(c.call<&cell::total>());
         for (auto& f : drained) (void)f.get();
       }
@@ -194,6 +195,7 @@ int main(int argc, char** argv) {
       long lonely = 0;
       for (std::size_t k = 0; k < p.objects; ++k) {
         std::vector<roam::future<void>> readers;
+        readers.reserve(3);
         for (int r = 0; r < 3; ++r) readers.push_back(cells[k].call<&cell::linger>(2000));
         for (auto& f : readers) f.get();
         const int most =

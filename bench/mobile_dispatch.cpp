@@ -1,0 +1,96 @@
+// Local handlers per second on mobile objects, exclusive and shared, on 1 and 2 workers
+// of one node (inproc transport), next to empty node-level handlers in the same run.
+// Each worker starts with a seed handler that sends batches of empty handlers to its own
+// objects (64 objects per worker, round robin) until all are sent.
+//   ./run bench mobile_dispatch [--json] [--handlers N]
+#include "bench_report.hpp"
+#include "empty_handlers.hpp"
+
+#include <roam/roam.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+namespace {
+
+struct cell {
+  long hits = 0;
+  void touch() { ++hits; }            // exclusive
+  long look() const { return hits; }  // shared
+};
+
+constexpr std::size_t objects_per_worker = 64;
+
+template <bool Shared>
+void send_to_objects(std::vector<roam::mobile_ptr<cell>> objects, long remaining) {
+  constexpr long batch = 1024;
+  const long now = std::min(batch, remaining);
+  for (long i = 0; i < now; ++i) {
+    auto& p = objects[static_cast<std::size_t>(i) % objects.size()];
+    if constexpr (Shared)
+      p.send<&cell::look>();
+    else
+      p.send<&cell::touch>();
+  }
+  if (remaining > batch)
+    roam::send(roam::this_node(), send_to_objects<Shared>, objects, remaining - batch);
+}
+
+enum class kind { exclusive, shared, node };
+
+double handlers_per_second(unsigned workers, long handlers, kind k) {
+  roam::config cfg;
+  cfg.transport = roam::transport_kind::inproc;
+  cfg.nodes = 1;
+  cfg.threads = workers;
+  cfg.lend_app_thread = false;  // only the workers run handlers
+  double rate = 0;
+  roam::run(cfg, [&] {
+    std::vector<std::vector<roam::mobile_ptr<cell>>> sets(workers);
+    for (auto& set : sets)
+      for (std::size_t i = 0; i < objects_per_worker; ++i) set.push_back(roam::make_mobile<cell>());
+    for (int round = 0; round < 2; ++round) {  // the first round warms pools and caches
+      auto start = std::chrono::steady_clock::now();
+      for (unsigned w = 0; w < workers; ++w) {
+        if (k == kind::node)
+          roam::send(0, roam_bench::send_empty_handlers, handlers / workers);
+        else if (k == kind::shared)
+          roam::send(0, send_to_objects<true>, sets[w], handlers / workers);
+        else
+          roam::send(0, send_to_objects<false>, sets[w], handlers / workers);
+      }
+      roam::wait_quiescence();
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const long sent = handlers / static_cast<long>(workers) * static_cast<long>(workers);
+      rate = static_cast<double>(sent) / seconds;
+    }
+  });
+  return rate;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool json = roam_bench::wants_json(argc, argv);
+  const long handlers = roam_bench::option(argc, argv, "--handlers", 2000000);
+  std::vector<unsigned> workers = {1, 2};
+  std::vector<double> exclusive, shared, node;
+  std::printf("%8s %16s %16s %16s %14s\n", "workers", "exclusive_per_s", "shared_per_s",
+              "node_per_s", "mobile/node");
+  for (unsigned w : workers) {
+    exclusive.push_back(handlers_per_second(w, handlers, kind::exclusive));
+    shared.push_back(handlers_per_second(w, handlers, kind::shared));
+    node.push_back(handlers_per_second(w, handlers, kind::node));
+    std::printf("%8u %16.0f %16.0f %16.0f %14.2f\n", w, exclusive.back(), shared.back(),
+                node.back(), exclusive.back() / node.back());
+  }
+  if (json)
+    std::printf(
+        "{\"bench\":\"mobile_dispatch\",\"workers\":%s,\"exclusive_per_s\":%s,\"shared_per_s\":%s}"
+        "\n",
+        roam_bench::array(workers).c_str(), roam_bench::array(exclusive).c_str(),
+        roam_bench::array(shared).c_str());
+  return 0;
+}
