@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,26 @@ struct counter {
 struct other_type {
   int value = 0;
   int get() const { return value; }
+};
+
+// A type that manages memory through pointers and holds nested containers.
+struct mesh_patch {
+  std::unique_ptr<std::vector<double>> coordinates;
+  std::map<int, std::vector<std::string>> tags;
+  std::shared_ptr<std::string> label;
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(coordinates, tags, label);
+  }
+  std::string describe() const {
+    return *label + ":" + std::to_string(coordinates->size()) + ":" + std::to_string(tags.size()) +
+           ":" + tags.at(3).back();
+  }
+  void refine() {
+    coordinates->push_back(0.5);
+    tags[3].push_back("refined");
+  }
 };
 
 long add_and_report(counter& c, long v) {
@@ -242,6 +263,26 @@ TEST(MobileObjects, MigrationKeepsStateAndMessagesFollowTheObject) {
       EXPECT_EQ(state.total, expected);
       EXPECT_EQ(state.history, init.history);
       EXPECT_EQ(state.last_from, init.last_from);
+    }
+    roam::barrier();
+  });
+}
+
+TEST(MobileObjects, TypesWithOwnedPointersAndNestedContainersMigrate) {
+  run_everywhere([] {
+    if (roam::this_node() == 0) {
+      mesh_patch patch;
+      patch.coordinates = std::make_unique<std::vector<double>>(100, 1.0);
+      patch.tags = {{1, {"a"}}, {3, {"b", "c"}}};
+      patch.label = std::make_shared<std::string>("patch");
+      auto p = roam::make_mobile<mesh_patch>(std::move(patch));  // move-only types work
+      for (roam::node_id k = 0; k < 2 * roam::num_nodes(); ++k) {
+        p.send<&mesh_patch::refine>();
+        roam::migrate(p, k % roam::num_nodes()).get();
+      }
+      const std::string expected =
+          "patch:" + std::to_string(100 + 2 * roam::num_nodes()) + ":2:refined";
+      EXPECT_EQ(p.call<&mesh_patch::describe>().get(), expected);
     }
     roam::barrier();
   });
