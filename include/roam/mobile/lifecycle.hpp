@@ -6,7 +6,13 @@
 // hold anything cereal can write: vectors of vectors, maps, strings, smart pointers.
 //
 // Every operation here is a message to the object like any other: it is ordered after the
-// messages this node sent to the object before, and it waits for exclusive access.
+// messages this node sent to the object before, and it waits for exclusive access (locate:
+// shared).
+//
+// Lifetime: a mobile_ptr does not own its object (no reference counting): an object lives
+// until roam::destroy, or until roam::run returns, when the objects still alive are
+// destroyed after the workers have stopped (their destructors must not call roam then).
+// A mobile_ptr is valid only within the roam::run that created its object.
 #pragma once
 
 #include <roam/mobile/mobile_ptr.hpp>

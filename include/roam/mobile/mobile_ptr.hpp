@@ -52,19 +52,24 @@ class mobile_ptr {
   explicit operator bool() const noexcept { return id_.index != 0; }
   /// The node that created the object (it can always find it).
   node_id home() const noexcept { return id_.home; }
-  /// The object's number on its home node (unique there, never reused).
+  /// The object's number on its home node (unique there, never reused within one
+  /// roam::run; a mobile_ptr is meaningless in another run).
   std::uint64_t index() const noexcept { return id_.index; }
 
   friend bool operator==(const mobile_ptr& a, const mobile_ptr& b) noexcept {
     return a.id_ == b.id_;
+  }
+  /// A total order (by home node, then index), for ordered containers.
+  friend bool operator<(const mobile_ptr& a, const mobile_ptr& b) noexcept {
+    return a.id_.home != b.id_.home ? a.id_.home < b.id_.home : a.id_.index < b.id_.index;
   }
 
   /// Runs `object.*Method(args...)` where the object is, fire and forget.
   template <auto Method, access Access = detail::method_access<Method>(), class... Args>
   requires std::is_member_function_pointer_v<decltype(Method)>
   void send(Args&&... args) const {
-    using kind = detail::method_kind<Method, Access>;
-    detail::check_object_kind<kind, T>();
+    using kind = detail::method_kind<Method, Access, T>;
+    detail::check_method<Method, T>();
     detail::send_to_object<kind>(checked_id("send"), nullptr, std::forward<Args>(args)...);
   }
   /// Runs `fn(object, args...)` where the object is, fire and forget. `fn` is a function,
@@ -77,8 +82,8 @@ class mobile_ptr {
   /// Same with the access given explicitly.
   template <access Access, class F, class... Args>
   void send(F&& fn, Args&&... args) const {
-    using kind = detail::callable_kind<std::decay_t<F>, Access>;
-    detail::check_object_kind<kind, T>();
+    using kind = detail::callable_kind<std::decay_t<F>, Access, T>;
+    detail::check_callable<std::decay_t<F>, T>();
     const std::decay_t<F> function = fn;
     detail::send_to_object<kind>(checked_id("send"), &function, std::forward<Args>(args)...);
   }
@@ -88,8 +93,8 @@ class mobile_ptr {
   template <auto Method, access Access = detail::method_access<Method>(), class... Args>
   requires std::is_member_function_pointer_v<decltype(Method)>
   auto call(Args&&... args) const {
-    using kind = detail::method_kind<Method, Access>;
-    detail::check_object_kind<kind, T>();
+    using kind = detail::method_kind<Method, Access, T>;
+    detail::check_method<Method, T>();
     return detail::call_object<kind>(checked_id("call"), nullptr, std::forward<Args>(args)...);
   }
   /// Runs `fn(object, args...)` where the object is and returns a future of its result.
@@ -101,8 +106,8 @@ class mobile_ptr {
   /// Same with the access given explicitly.
   template <access Access, class F, class... Args>
   auto call(F&& fn, Args&&... args) const {
-    using kind = detail::callable_kind<std::decay_t<F>, Access>;
-    detail::check_object_kind<kind, T>();
+    using kind = detail::callable_kind<std::decay_t<F>, Access, T>;
+    detail::check_callable<std::decay_t<F>, T>();
     const std::decay_t<F> function = fn;
     return detail::call_object<kind>(checked_id("call"), &function, std::forward<Args>(args)...);
   }

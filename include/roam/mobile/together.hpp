@@ -92,7 +92,7 @@ auto make_together(F&& fn, const std::tuple<mobile_ptr<T>...>& objects) {
   using split = split_params<H, sizeof...(T)>;
   []<class... P>(std::tuple<P...>*) {
     static_assert(
-        ((std::is_lvalue_reference_v<P> && std::is_base_of_v<std::remove_cvref_t<P>, T>)&&...),
+        ((std::is_lvalue_reference_v<P> && std::is_same_v<std::remove_cvref_t<P>, T>)&&...),
         "roam: a multi-object handler takes `T&` for each object of the group, in the "
         "group's order, before its other arguments");
   }(static_cast<typename split::objects*>(nullptr));

@@ -24,6 +24,10 @@ ROAM_METHOD_TRAITS(, false)
 ROAM_METHOD_TRAITS(const, true)
 ROAM_METHOD_TRAITS(noexcept, false)
 ROAM_METHOD_TRAITS(const noexcept, true)
+ROAM_METHOD_TRAITS(&, false)
+ROAM_METHOD_TRAITS(const&, true)
+ROAM_METHOD_TRAITS(&noexcept, false)
+ROAM_METHOD_TRAITS(const& noexcept, true)
 #undef ROAM_METHOD_TRAITS
 
 template <class Tuple>
@@ -47,15 +51,21 @@ constexpr access method_access() {
 }
 template <class H>
 constexpr access callable_access() {
-  using first = typename tuple_tail<typename handler_traits<H>::params>::first;
-  return std::is_const_v<std::remove_reference_t<first>> ? access::shared : access::exclusive;
+  using params = typename handler_traits<H>::params;
+  if constexpr (std::tuple_size_v<params> == 0) {
+    return access::exclusive;  // rejected by check_callable with a clear message
+  } else {
+    using first = typename tuple_tail<params>::first;
+    return std::is_const_v<std::remove_reference_t<first>> ? access::shared : access::exclusive;
+  }
 }
 
-/// A member function of the object as a handler.
-template <auto Method, access Access>
+/// A member function of the object as a handler. `T` is the object's type (the member may
+/// belong to a base of it).
+template <auto Method, access Access, class T>
 struct method_kind {
   using traits = method_traits<decltype(Method)>;
-  using object_type = typename traits::object;
+  using object_type = T;
   using params = typename traits::params;
   using result = typename traits::result;
   using function = std::monostate;  // nothing travels: the method is part of the kind
@@ -69,11 +79,11 @@ struct method_kind {
 };
 
 /// A function, stateless lambda or serializable function object whose first parameter is
-/// the object (`T&` or `const T&`).
-template <class H, access Access>
+/// the object (`T&` or `const T&`, or a reference to a base of T).
+template <class H, access Access, class T>
 struct callable_kind {
   using traits = handler_traits<H>;
-  using object_type = std::remove_cvref_t<typename tuple_tail<typename traits::params>::first>;
+  using object_type = T;
   using params = typename tuple_tail<typename traits::params>::type;
   using result = typename traits::result;
   using function = H;
@@ -111,10 +121,15 @@ struct object_handler {
       Kind::call(fn, target, args, seq);
       return;
     }
-    message_header request = h;
-    request.source = oh.origin;  // forwarding changed the source; the caller is the origin
-    run_and_reply<result>(n, request, entry.name,
-                          [&]() -> decltype(auto) { return Kind::call(fn, target, args, seq); });
+    if constexpr (std::is_void_v<result> || is_serializable<std::decay_t<result>>) {
+      message_header request = h;
+      request.source = oh.origin;  // forwarding changed the source; the caller is the origin
+      run_and_reply<result>(n, request, entry.name,
+                            [&]() -> decltype(auto) { return Kind::call(fn, target, args, seq); });
+    } else {
+      // call() rejects such handlers at compile time; only a corrupt flag gets here.
+      throw deserialization_error("a reply was asked for a handler whose result cannot be sent");
+    }
   }
   static void invoke(node_runtime& n, message_ptr& m) { deliver_object_message(n, m, &run); }
 
@@ -154,9 +169,17 @@ message_ptr build_object_message(const object_id& target, std::uint32_t flags,
   return m;
 }
 
-template <class Kind, class T>
-void check_object_kind() {
-  static_assert(std::is_base_of_v<typename Kind::object_type, T>,
+template <auto Method, class T>
+void check_method() {
+  static_assert(std::is_base_of_v<typename method_traits<decltype(Method)>::object, T>,
+                "roam: this member function belongs to another type than the mobile_ptr's");
+}
+template <class H, class T>
+void check_callable() {
+  static_assert(std::tuple_size_v<typename handler_traits<H>::params> >= 1,
+                "roam: a handler on a mobile object takes the object (T& or const T&) first");
+  using first = std::remove_cvref_t<typename tuple_tail<typename handler_traits<H>::params>::first>;
+  static_assert(std::is_base_of_v<first, T>,
                 "roam: this handler takes another type of object than the mobile_ptr points to");
 }
 
@@ -171,6 +194,9 @@ void send_to_object(const object_id& target, const typename Kind::function* fn, 
 template <class Kind, class... Args>
 auto call_object(const object_id& target, const typename Kind::function* fn, Args&&... args) {
   using R = std::decay_t<typename Kind::result>;
+  static_assert(std::is_void_v<R> || is_serializable<R>,
+                "roam: call() sends the handler's result back: it must be void or serializable "
+                "(use send() for handlers whose result is not needed)");
   auto& n = sending_node("roam::mobile_ptr::call");
   auto state = std::make_shared<call_state<R>>();
   message_ptr m =
