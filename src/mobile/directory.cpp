@@ -18,6 +18,26 @@ bool object_entry::learn_route(route r) noexcept {
   return false;
 }
 
+void directory::add_resident(object_entry& e) {
+  std::lock_guard guard(residents_lock_);
+  e.state().resident_slot = residents_.size();
+  residents_.push_back(&e);
+}
+
+void directory::remove_resident(object_entry& e) {
+  std::lock_guard guard(residents_lock_);
+  const std::size_t slot = e.state().resident_slot;
+  if (slot >= residents_.size() || residents_[slot] != &e) return;
+  residents_[slot] = residents_.back();
+  residents_[slot]->state_if_any()->resident_slot = slot;
+  residents_.pop_back();
+}
+
+std::vector<object_entry*> directory::residents() const {
+  std::lock_guard guard(residents_lock_);
+  return residents_;
+}
+
 object_state& object_entry::state() {
   if (!state_) state_ = std::make_unique<object_state>();
   return *state_;

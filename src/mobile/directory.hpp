@@ -61,6 +61,18 @@ struct object_state {
   /// Messages routed here for an installation this node has not seen yet.
   std::vector<message_ptr> awaiting_install;
 
+  // Load: the messages that arrived for the object here and have not finished (waiting in
+  // any queue, or running), with the sum of their costs; a moving average of run times.
+  double pending_cost = 0;
+  std::uint32_t pending_count = 0;
+  double mean_run_us = 0;
+  /// A migration asked for by load balancing, waiting for the running handlers to finish;
+  /// nothing else is granted meanwhile.
+  bool migration_pending = false;
+  node_id migration_target = 0;
+  /// Position in the directory's list of resident objects.
+  std::size_t resident_slot = 0;
+
   std::uint64_t& expected_from(node_id origin);
 };
 
@@ -111,6 +123,15 @@ class directory {
     return next_index_.fetch_add(1, std::memory_order_relaxed);
   }
 
+  /// The objects resident on this node (for load balancing). Call with the entry's lock
+  /// held, when its residence changes.
+  void add_resident(object_entry& e);
+  void remove_resident(object_entry& e);
+  std::vector<object_entry*> residents() const;
+
+  /// Set by the load-balancing layer before any traffic; read on every message.
+  std::atomic<object_hooks*> hooks{nullptr};
+
  private:
   struct link {
     object_entry* entry;
@@ -132,6 +153,8 @@ class directory {
   std::vector<std::unique_ptr<table>> tables_;          // the current one and retired ones
   std::vector<std::unique_ptr<object_entry>> entries_;  // guarded by insert_lock_
   std::atomic<std::uint64_t> next_index_{1};
+  mutable std::mutex residents_lock_;
+  std::vector<object_entry*> residents_;
 };
 
 }  // namespace roam::detail

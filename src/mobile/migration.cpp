@@ -57,8 +57,10 @@ message_ptr read_message(message_reader& r) {
 /// Packs the object and everything waiting for it, and sends it to `dest`. The caller
 /// holds exclusive access. `carried`, if given, is the running message: it goes first in
 /// the object's queue there (a gather continues on the destination).
+}  // namespace
+
 void ship(node_runtime& n, object_entry& e, node_id dest, const message_header* reply_request,
-          message_ptr* carried) {
+          message_ptr* carried, double running_cost, std::uint32_t running_count) {
   object_state& s = e.state();
   message_ptr out = message::allocate(0);
   out->header.handler = s.type;  // the type's install handler
@@ -98,12 +100,19 @@ void ship(node_runtime& n, object_entry& e, node_id dest, const message_header* 
     s.ready.clear();
     s.early.clear();
     s.expected.clear();
+    s.pending_cost = running_cost;
+    s.pending_count = running_count;
+    s.migration_pending = false;
+    directory_of(n).remove_resident(e);
     e.learn_route({ih.version, dest});
   }
   w.finish();
   std::memcpy(out->payload(), &ih, sizeof ih);
   post(n, std::move(out));
+  notify_load(n, e.id());
 }
+
+namespace {
 
 void destroy_here(node_runtime& n, object_entry& e) {
   std::unique_ptr<object_box> dead;
@@ -120,7 +129,12 @@ void destroy_here(node_runtime& n, object_entry& e) {
     s.early.clear();
     s.awaiting_install.clear();
     s.expected.clear();
+    s.pending_cost = 0;
+    s.pending_count = 1;  // the destroy operation itself, which finishes here
+    s.migration_pending = false;
+    directory_of(n).remove_resident(e);
   }
+  notify_load(n, e.id());
   dead.reset();               // the destructor runs with exclusive access still held
   run_all_later(n, orphans);  // each fails: the object is destroyed
 }
@@ -152,7 +166,7 @@ void run_operation(node_runtime& n, object_entry& e, message_ptr& m,
         if (wants_reply) run_and_reply<void>(n, request, "roam::migrate", [] {});
         return;
       }
-      ship(n, e, dest, wants_reply ? &request : nullptr, nullptr);
+      ship(n, e, dest, wants_reply ? &request : nullptr, nullptr, oh.cost, 1);
       return;
     }
     case operation_destroy:
@@ -172,7 +186,7 @@ void run_operation(node_runtime& n, object_entry& e, message_ptr& m,
       r.expect_end();
       if (at >= size_of(n)) throw deserialization_error("gather to node " + std::to_string(at));
       if (at != id_of(n)) {
-        ship(n, e, at, nullptr, &m);  // continues there, first in the object's queue
+        ship(n, e, at, nullptr, &m, oh.cost, 1);  // continues there, first in the queue
         return;
       }
       // Here: hold the object (this handler keeps its exclusive access) until released.
@@ -191,7 +205,7 @@ void run_operation(node_runtime& n, object_entry& e, message_ptr& m,
 
 void install_object(node_runtime& n, installation inst) {
   object_entry& e = directory_of(n).find_or_insert(inst.id);
-  message_list later;
+  message_list later, granted;
   {
     std::lock_guard guard(e.lock);
     object_state& s = e.state();
@@ -203,14 +217,23 @@ void install_object(node_runtime& n, installation inst) {
     s.type = inst.id.type;
     s.object = std::move(inst.object);
     s.expected = std::move(inst.expected);
-    for (message_ptr& m : inst.ready) s.ready.push_back(std::move(m));
+    s.pending_cost = 0;
+    s.pending_count = 0;
+    for (message_ptr& m : inst.ready) {
+      s.pending_cost += read_object_header(*m).cost;
+      ++s.pending_count;
+      s.ready.push_back(std::move(m));
+    }
     for (message_ptr& m : inst.early) {
       object_message_header oh = read_object_header(*m);
+      s.pending_cost += oh.cost;
+      ++s.pending_count;
       if (!s.early.try_emplace(std::pair{oh.origin, oh.seq}, std::move(m)).second)
         throw deserialization_error("two messages packed with " + describe_object(inst.id) +
                                     " have the same sequence number");
     }
     e.learn_route({inst.version, id_of(n)});
+    directory_of(n).add_resident(e);
     // Messages that were routed here for this installation (or an older one) go through
     // the gates again.
     auto waiting = std::partition(
@@ -218,9 +241,11 @@ void install_object(node_runtime& n, installation inst) {
         [&](const message_ptr& m) { return read_object_header(*m).version > inst.version; });
     for (auto it = waiting; it != s.awaiting_install.end(); ++it) later.push_back(std::move(*it));
     s.awaiting_install.erase(waiting, s.awaiting_install.end());
-    dispatch_ready(s, later);
+    dispatch_ready(s, granted);
   }
   run_all_later(n, later);
+  start_granted(n, granted);
+  notify_load(n, inst.id);
 }
 
 void receive_migrated_object(node_runtime& n, message_ptr& m, object_unpack_function unpack) {

@@ -33,11 +33,24 @@ void dispatch_ready(object_state& s, message_list& granted);
 void run_all_later(node_runtime& n, message_list& messages) noexcept;
 
 /// Releases the access a finished handler held, and starts what it let through.
-void release_access(node_runtime& n, object_entry& e, std::uint8_t mode);
+/// `counted`: the handler was counted in the object's load on arrival (cost, run time).
+void release_access(node_runtime& n, object_entry& e, std::uint8_t mode, bool counted = false,
+                    double cost = 0, double run_us = -1);
+/// Starts granted messages: through the load balancer's push hook, or the node's queues.
+void start_granted(node_runtime& n, message_list& granted) noexcept;
+/// Tells the load balancer that an object's load changed.
+void notify_load(node_runtime& n, const object_id& id) noexcept;
 
 /// A message that cannot reach its object: an object_error for call(), fatal for send().
 void fail_object_message(node_runtime& n, message_ptr& m, const object_message_header& oh,
                          const std::string& problem);
+
+/// Packs the object and everything waiting for it and sends it to `dest`; the caller holds
+/// exclusive access. `running_cost` / `running_count`: what the running handlers add to the
+/// object's load here (they finish here). `carried`: the running message, to go first in the
+/// object's queue there.
+void ship(node_runtime& n, object_entry& e, node_id dest, const message_header* reply_request,
+          message_ptr* carried, double running_cost, std::uint32_t running_count);
 
 /// Runs a runtime operation (migrate, destroy, locate, gather) whose access is granted.
 void run_operation(node_runtime& n, object_entry& e, message_ptr& m,

@@ -17,6 +17,8 @@
 
 #include <roam/core/detail/handler_registry.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
 
@@ -82,7 +84,7 @@ void write_object_header(message& m, const object_message_header& oh) noexcept {
 }
 
 void dispatch_ready(object_state& s, message_list& granted) {
-  while (!s.ready.empty()) {
+  while (!s.ready.empty() && !s.migration_pending) {
     message_ptr& front = s.ready.front();
     object_message_header fh = read_object_header(*front);
     if (!can_grant(s, fh.access)) break;
@@ -97,6 +99,11 @@ void dispatch_ready(object_state& s, message_list& granted) {
 void run_all_later(node_runtime& n, message_list& messages) noexcept {
   for (message_ptr& m : messages) run_later(n, std::move(m));
   messages.clear();
+}
+
+float& current_send_cost() noexcept {
+  thread_local float cost = 1.0f;
+  return cost;
 }
 
 std::string object_type_name(std::uint32_t type) {
@@ -128,8 +135,33 @@ void fail_object_message(node_runtime& n, message_ptr& m, const object_message_h
                       [&] { throw object_error("roam: " + what); });
 }
 
-void release_access(node_runtime& n, object_entry& e, std::uint8_t mode) {
+void start_granted(node_runtime& n, message_list& granted) noexcept {
+  object_hooks* hooks = directory_of(n).hooks.load(std::memory_order_acquire);
+  if (hooks && hooks->push) {
+    for (message_ptr& m : granted) {
+      const object_id id = read_object_header(*m).target;
+      hooks->push(hooks->context, std::move(m), id);
+    }
+    granted.clear();
+    return;
+  }
+  run_all_later(n, granted);
+}
+
+void notify_load(node_runtime& n, const object_id& id) noexcept {
+  object_hooks* hooks = directory_of(n).hooks.load(std::memory_order_acquire);
+  if (hooks && hooks->notify) hooks->notify(hooks->context, id);
+}
+
+void set_object_hooks(node_runtime& n, object_hooks* hooks) noexcept {
+  directory_of(n).hooks.store(hooks, std::memory_order_release);
+}
+
+void release_access(node_runtime& n, object_entry& e, std::uint8_t mode, bool counted, double cost,
+                    double run_us) {
   message_list granted;
+  bool migrate_now = false;
+  node_id target = 0;
   {
     std::lock_guard guard(e.lock);
     object_state& s = e.state();
@@ -137,9 +169,68 @@ void release_access(node_runtime& n, object_entry& e, std::uint8_t mode) {
       s.exclusive_running = false;
     else
       --s.shared_running;
-    if (s.state == residence::resident) dispatch_ready(s, granted);
+    if (counted && s.pending_count > 0) {
+      --s.pending_count;
+      s.pending_cost = s.pending_count ? std::max(0.0, s.pending_cost - cost) : 0.0;
+      if (run_us >= 0)
+        s.mean_run_us = s.mean_run_us == 0 ? run_us : 0.8 * s.mean_run_us + 0.2 * run_us;
+    }
+    if (s.state == residence::resident) {
+      if (s.migration_pending && !s.exclusive_running && s.shared_running == 0) {
+        // The last running handler is done: the balancer's migration goes first.
+        s.exclusive_running = true;
+        s.migration_pending = false;
+        migrate_now = true;
+        target = s.migration_target;
+      } else {
+        dispatch_ready(s, granted);
+      }
+    }
   }
-  run_all_later(n, granted);
+  if (migrate_now) {
+    ship(n, e, target, nullptr, nullptr, 0, 0);
+    release_access(n, e, static_cast<std::uint8_t>(access::exclusive));
+    return;
+  }
+  start_granted(n, granted);
+  if (counted) notify_load(n, e.id());
+}
+
+std::vector<object_load> resident_objects(node_runtime& n) {
+  std::vector<object_load> loads;
+  for (object_entry* e : directory_of(n).residents()) {
+    std::lock_guard guard(e->lock);
+    object_state& s = e->state();
+    if (s.state != residence::resident) continue;
+    object_load l;
+    l.id = object_id{e->id().home, s.type, e->id().index};
+    l.pending_cost = s.pending_cost;
+    l.pending_count = s.pending_count;
+    l.mean_run_us = s.mean_run_us;
+    l.hint = s.object->load_hint();
+    loads.push_back(l);
+  }
+  return loads;
+}
+
+bool migrate_resident(node_runtime& n, const object_id& id, node_id dest) {
+  if (dest >= size_of(n) || dest == id_of(n)) return false;
+  object_entry* e = directory_of(n).find(id);
+  if (!e) return false;
+  {
+    std::lock_guard guard(e->lock);
+    object_state* s = e->state_if_any();
+    if (!s || s->state != residence::resident || s->migration_pending) return false;
+    if (s->exclusive_running || s->shared_running != 0) {
+      s->migration_pending = true;  // done by the last running handler's release
+      s->migration_target = dest;
+      return true;
+    }
+    s->exclusive_running = true;
+  }
+  ship(n, *e, dest, nullptr, nullptr, 0, 0);
+  release_access(n, *e, static_cast<std::uint8_t>(access::exclusive));
+  return true;
 }
 
 namespace {
@@ -166,9 +257,13 @@ void run_granted(node_runtime& n, object_entry& e, message_ptr& m, const object_
         n, m, oh,
         "a mobile_ptr<" + object_type_name(oh.target.type) + "> names " +
             describe_object(object_id{oh.target.home, actual_type, oh.target.index}));
-    release_access(n, e, oh.access);
+    release_access(n, e, oh.access, true, oh.cost);
     return;
   }
+  object_hooks* hooks = directory_of(n).hooks.load(std::memory_order_acquire);
+  const bool measure = hooks && hooks->measure_run_time;
+  const auto started =
+      measure ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   try {
     if (oh.operation != operation_none) {
       run_operation(n, e, m, oh);
@@ -193,7 +288,12 @@ void run_granted(node_runtime& n, object_entry& e, message_ptr& m, const object_
     const route r = e.current_route();
     if (r.location == id_of(n)) send_location_update(n, oh.origin, oh.target, r);
   }
-  release_access(n, e, oh.access);
+  const double run_us =
+      measure
+          ? std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - started)
+                .count()
+          : -1.0;
+  release_access(n, e, oh.access, true, oh.cost, run_us);
 }
 
 // ---- location updates (runtime-internal, not counted by quiescence) ---------------------
@@ -246,6 +346,7 @@ void deliver_object_message(node_runtime& n, message_ptr& m, object_run_function
     return;
   }
   message_list later;
+  bool arrived = false;
   {
     std::unique_lock lock(e.lock);
     object_state& s = e.state();
@@ -273,6 +374,10 @@ void deliver_object_message(node_runtime& n, message_ptr& m, object_run_function
       forward(n, std::move(m), oh, r);
       return;
     }
+    // Load counts a message from its arrival, whether it can run yet or not.
+    s.pending_cost += oh.cost;
+    ++s.pending_count;
+    arrived = true;
     std::uint64_t& next = s.expected_from(oh.origin);
     if (oh.seq != next) {
       if (oh.seq < next)
@@ -284,10 +389,14 @@ void deliver_object_message(node_runtime& n, message_ptr& m, object_run_function
                                     std::to_string(oh.origin) + " for " +
                                     describe_object(oh.target) + " arrived twice");
       note_deferred(n);
+      lock.unlock();
+      notify_load(n, oh.target);
       return;
     }
     ++next;
-    const bool run_now = s.ready.empty() && can_grant(s, oh.access);
+    object_hooks* hooks = directory_of(n).hooks.load(std::memory_order_acquire);
+    const bool run_now = s.ready.empty() && !s.migration_pending && can_grant(s, oh.access) &&
+                         !(hooks && hooks->push);
     if (run_now) {
       grant(s, oh.access);
     } else {
@@ -309,11 +418,13 @@ void deliver_object_message(node_runtime& n, message_ptr& m, object_run_function
     dispatch_ready(s, later);
     if (!run_now) {
       lock.unlock();
-      run_all_later(n, later);
+      start_granted(n, later);
+      notify_load(n, oh.target);
       return;
     }
   }
-  run_all_later(n, later);
+  start_granted(n, later);
+  if (arrived) notify_load(n, oh.target);
   run_granted(n, e, m, oh, run);
 }
 
@@ -342,6 +453,7 @@ object_id create_local_object(node_runtime& n, std::uint32_t type,
   s.type = type;
   s.object = std::move(box);
   e.learn_route({1, id_of(n)});
+  dir.add_resident(e);
   return id;
 }
 

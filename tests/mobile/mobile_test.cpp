@@ -376,6 +376,62 @@ TEST(MobileObjects, ForwardedDeliveryCorrectsTheSendersDirectory) {
   if (too_few_nodes) GTEST_SKIP() << "needs 3 nodes";
 }
 
+std::atomic<bool> gate_open{false};
+
+TEST(MobileObjects, LoadCountsArrivedMessagesAndBalancerMigrationsTakeThemAlong) {
+  gate_open = false;
+  bool too_few_nodes = false;
+  run_everywhere([&too_few_nodes] {
+    if (roam::num_nodes() < 2) {
+      too_few_nodes = true;
+      return;
+    }
+    if (roam::this_node() == 0) {
+      auto& node = roam::detail::require_node("test");
+      auto p = roam::make_mobile<counter>();
+      // A handler that holds the object until the gate opens, then 5 messages of cost 2.
+      p.send([](counter& c) {
+        while (!gate_open.load()) roam::this_task::sleep_for(100us);
+        c.total += 1000;
+      });
+      {
+        roam::send_cost cost(2.0);
+        for (int i = 0; i < 5; ++i) p.send<&counter::add>(long{1});
+      }
+      // Counted on arrival (once a worker has taken them from the node's queue).
+      auto loads = roam::detail::resident_objects(node);
+      const auto deadline = std::chrono::steady_clock::now() + 10s;
+      while (loads.size() == 1 && loads[0].pending_count < 6 &&
+             std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(1ms);
+        loads = roam::detail::resident_objects(node);
+      }
+      ASSERT_EQ(loads.size(), 1u);
+      EXPECT_EQ(loads[0].id, p.id());
+      EXPECT_EQ(loads[0].pending_count, 6u);
+      EXPECT_DOUBLE_EQ(loads[0].pending_cost, 11.0);
+      // The balancer moves it ahead of its queue: once the running handler is done.
+      EXPECT_TRUE(roam::detail::migrate_resident(node, p.id(), 1));
+      EXPECT_FALSE(roam::detail::migrate_resident(node, p.id(), 1));  // already leaving
+      gate_open = true;
+      EXPECT_EQ(p.call<&counter::where>().get(), 1u);
+      EXPECT_EQ(p.call<&counter::get>().get(), 1005);
+      EXPECT_TRUE(roam::detail::resident_objects(node).empty());
+      EXPECT_FALSE(roam::detail::migrate_resident(node, p.id(), 1));  // not here any more
+      EXPECT_EQ(
+          roam::call(
+              1,
+              [] {
+                return roam::detail::resident_objects(roam::detail::require_node("test")).size();
+              })
+              .get(),
+          1u);
+    }
+    roam::barrier();
+  });
+  if (too_few_nodes) GTEST_SKIP() << "needs 2 nodes";
+}
+
 TEST(MobileObjects, HandlersMayMigrateOrDestroyTheirOwnObject) {
   run_everywhere([] {
     if (roam::this_node() == 0) {

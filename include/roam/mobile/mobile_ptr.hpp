@@ -41,6 +41,22 @@
 
 namespace roam {
 
+/// Gives the messages this thread sends to mobile objects, while the scope lasts, a cost
+/// (the default is 1): the object's load counts the costs of its pending messages, and load
+/// balancing moves objects by load. Do not wait (suspend) inside the scope: the setting
+/// belongs to the thread.
+class send_cost {
+ public:
+  explicit send_cost(double cost) noexcept
+      : previous_(std::exchange(detail::current_send_cost(), static_cast<float>(cost))) {}
+  ~send_cost() { detail::current_send_cost() = previous_; }
+  send_cost(const send_cost&) = delete;
+  send_cost& operator=(const send_cost&) = delete;
+
+ private:
+  float previous_;
+};
+
 template <class T>
 class mobile_ptr {
  public:

@@ -154,6 +154,7 @@ message_ptr build_object_message(const object_id& target, std::uint32_t flags,
   object_message_header oh;
   oh.target = target;
   oh.access = static_cast<std::uint8_t>(Kind::access_mode);
+  oh.cost = current_send_cost();
   w.write(&oh, sizeof oh);
   using H = typename Kind::function;
   if constexpr (!std::is_same_v<H, std::monostate>) {

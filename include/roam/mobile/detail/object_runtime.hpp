@@ -9,6 +9,7 @@
 
 #include <cereal/cereal.hpp>
 
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <utility>
@@ -61,8 +62,10 @@ struct object_message_header {
   std::uint8_t stage = 0;     ///< how far the receiving node got with it (node-local)
   std::uint16_t hops = 0;     ///< times it was forwarded
   std::uint32_t operation = operation_none;
+  float cost = 1.0f;  ///< the sender's estimate of the handler's work (load balancing)
+  std::uint32_t reserved = 0;
 };
-static_assert(sizeof(object_message_header) == 40);
+static_assert(sizeof(object_message_header) == 48);
 
 /// A mobile object's value with its type erased.
 class object_box {
@@ -71,6 +74,14 @@ class object_box {
   virtual void* get() noexcept = 0;
   /// Serializes the value (migration).
   virtual void pack(message_writer& w) const = 0;
+  /// The object's own estimate of its load (`double load() const`), or a negative value
+  /// when its type has none.
+  virtual double load_hint() const { return -1.0; }
+};
+
+template <class T>
+concept has_load_member = requires(const T& t) {
+  { t.load() } -> std::convertible_to<double>;
 };
 
 template <class T>
@@ -80,6 +91,12 @@ class object_box_of final : public object_box {
   explicit object_box_of(A&&... a) : value_(std::forward<A>(a)...) {}
   void* get() noexcept override { return &value_; }
   void pack(message_writer& w) const override { write_value(w, value_); }
+  double load_hint() const override {
+    if constexpr (has_load_member<T>)
+      return static_cast<double>(value_.load());
+    else
+      return -1.0;
+  }
 
  private:
   T value_;
@@ -114,6 +131,9 @@ void install_constructed_object(node_runtime& n, const object_id& id,
 /// The invoke function of a mobile type's install handler: unpacks a migrated object.
 void receive_migrated_object(node_runtime& n, message_ptr& m, object_unpack_function unpack);
 
+/// The cost the calling thread gives the messages it sends to objects (roam::send_cost).
+float& current_send_cost() noexcept;
+
 /// Name of a registered mobile type, for errors ("Block").
 std::string object_type_name(std::uint32_t type);
 /// "object 0:17 (Block)": how errors name an object.
@@ -123,6 +143,35 @@ std::string describe_object(const object_id& id);
 future<void> migrate_object(const object_id& id, node_id dest);
 future<void> destroy_object(const object_id& id);
 future<node_id> locate_object(const object_id& id);
+
+/// What the load-balancing layer plugs into a node's object protocol. Install before any
+/// traffic (the node's extension constructor); the hooks must outlive the node's workers.
+struct object_hooks {
+  /// An object's load changed (a message for it arrived or finished). May be null.
+  void (*notify)(void* context, const object_id& id) = nullptr;
+  /// A message was granted access to its object: queue it to run (instead of the node's
+  /// own queues). It runs by going through node execution as usual. May be null.
+  void (*push)(void* context, message_ptr m, const object_id& id) = nullptr;
+  /// Keep a moving average of each object's handler run times.
+  bool measure_run_time = false;
+  void* context = nullptr;
+};
+void set_object_hooks(node_runtime& n, object_hooks* hooks) noexcept;
+
+/// The load of one object resident on a node.
+struct object_load {
+  object_id id;
+  double pending_cost = 0;          ///< sum of the costs of its pending messages
+  std::uint32_t pending_count = 0;  ///< messages arrived and not finished (incl. running)
+  double mean_run_us = 0;           ///< moving average of handler run times (if measured)
+  double hint = -1;                 ///< the object's own load(), or negative
+};
+/// A snapshot of the objects resident on `n` and their loads.
+std::vector<object_load> resident_objects(node_runtime& n);
+/// Moves a resident object to `dest` ahead of its queued messages, which go with it: at
+/// once if no handler runs on it, else as soon as those finish (nothing new starts
+/// meanwhile). Returns false if the object is not resident on `n` or already leaving.
+bool migrate_resident(node_runtime& n, const object_id& id, node_id dest);
 
 /// Multi-object handlers: on the calling node (a fiber of it), brings every object of
 /// `ids` to this node, in id order, and holds each exclusively; `objects` receives their
