@@ -1,7 +1,7 @@
 // Local handlers per second on mobile objects, exclusive and shared, on 1 and 2 workers
 // of one node (inproc transport), next to empty node-level handlers in the same run.
 // Each worker starts with a seed handler that sends batches of empty handlers to its own
-// objects (64 objects per worker, round robin) until all are sent.
+// objects (one message to each of its 1024 objects per batch) until all are sent.
 //   ./run bench mobile_dispatch [--json] [--handlers N]
 #include "bench_report.hpp"
 #include "empty_handlers.hpp"
@@ -20,21 +20,23 @@ struct cell {
   long look() const { return hits; }  // shared
 };
 
-constexpr std::size_t objects_per_worker = 64;
+// Each batch sends one message to each of a worker's objects, then the seed sends itself
+// again: messages to one object do not pile up, and at most two batches are queued.
+constexpr std::size_t objects_per_worker = 1024;
+std::vector<std::vector<roam::mobile_ptr<cell>>> object_sets;
 
 template <bool Shared>
-void send_to_objects(std::vector<roam::mobile_ptr<cell>> objects, long remaining) {
-  constexpr long batch = 1024;
-  const long now = std::min(batch, remaining);
+void send_to_objects(unsigned set, long remaining) {
+  const auto& objects = object_sets[set];
+  const long now = std::min(static_cast<long>(objects.size()), remaining);
   for (long i = 0; i < now; ++i) {
-    auto& p = objects[static_cast<std::size_t>(i) % objects.size()];
+    auto& p = objects[static_cast<std::size_t>(i)];
     if constexpr (Shared)
       p.send<&cell::look>();
     else
       p.send<&cell::touch>();
   }
-  if (remaining > batch)
-    roam::send(roam::this_node(), send_to_objects<Shared>, objects, remaining - batch);
+  if (remaining > now) roam::send(roam::this_node(), send_to_objects<Shared>, set, remaining - now);
 }
 
 enum class kind { exclusive, shared, node };
@@ -47,8 +49,8 @@ double handlers_per_second(unsigned workers, long handlers, kind k) {
   cfg.lend_app_thread = false;  // only the workers run handlers
   double rate = 0;
   roam::run(cfg, [&] {
-    std::vector<std::vector<roam::mobile_ptr<cell>>> sets(workers);
-    for (auto& set : sets)
+    object_sets.assign(workers, {});
+    for (auto& set : object_sets)
       for (std::size_t i = 0; i < objects_per_worker; ++i) set.push_back(roam::make_mobile<cell>());
     for (int round = 0; round < 2; ++round) {  // the first round warms pools and caches
       auto start = std::chrono::steady_clock::now();
@@ -56,9 +58,9 @@ double handlers_per_second(unsigned workers, long handlers, kind k) {
         if (k == kind::node)
           roam::send(0, roam_bench::send_empty_handlers, handlers / workers);
         else if (k == kind::shared)
-          roam::send(0, send_to_objects<true>, sets[w], handlers / workers);
+          roam::send(0, send_to_objects<true>, w, handlers / workers);
         else
-          roam::send(0, send_to_objects<false>, sets[w], handlers / workers);
+          roam::send(0, send_to_objects<false>, w, handlers / workers);
       }
       roam::wait_quiescence();
       const double seconds =

@@ -9,6 +9,7 @@
 #include <roam/core/config.hpp>
 #include <roam/core/error.hpp>
 #include <roam/core/runtime.hpp>
+#include <roam/lb/policy.hpp>
 #include <roam/mobile/lifecycle.hpp>
 #include <roam/mobile/mobile_ptr.hpp>
 #include <roam/mobile/together.hpp>

@@ -31,6 +31,16 @@ std::uint32_t parse_count(std::string_view text, const std::string& origin, std:
   return static_cast<std::uint32_t>(v);
 }
 
+double parse_real(std::string_view text, const std::string& origin, double min, double max) {
+  double v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || end != text.data() + text.size() || !(v >= min && v <= max))
+    throw config_error("roam: invalid value '" + std::string(text) + "' for " + origin +
+                       ": expected a number in [" + std::to_string(min) + ", " +
+                       std::to_string(max) + "]");
+  return v;
+}
+
 bool parse_bool(std::string_view text, const std::string& origin) {
   if (text == "1" || text == "on" || text == "true" || text == "yes") return true;
   if (text == "0" || text == "off" || text == "false" || text == "no") return false;
@@ -90,6 +100,39 @@ const std::vector<setting>& settings() {
        false,
        [](config& c, std::string_view v, const std::string& o) {
          c.poll_us = parse_count(v, o, 1, 1000000);
+       }},
+      {"lb", "ROAM_LB", "name",
+       "load balancing: none, work_stealing, diffusion, master_worker, greedy_refine, or a "
+       "registered policy (default work_stealing)",
+       false,
+       [](config& c, std::string_view v, const std::string& o) {
+         if (v.empty())
+           throw config_error("roam: empty value for " + o + ": expected a policy name");
+         c.lb = std::string(v);
+       }},
+      {"lb-period-us", "ROAM_LB_PERIOD_US", "10..60000000",
+       "how often an idle node balances; greedy_refine's round period (default 1000)", false,
+       [](config& c, std::string_view v, const std::string& o) {
+         c.lb_period_us = parse_count(v, o, 10, 60000000);
+       }},
+      {"lb-threshold", "ROAM_LB_THRESHOLD", "0..1e9",
+       "load below which a node asks for work (diffusion, master_worker; default 1)", false,
+       [](config& c, std::string_view v, const std::string& o) {
+         c.lb_threshold = parse_real(v, o, 0, 1e9);
+       }},
+      {"lb-neighbors", "ROAM_LB_NEIGHBORS", "1..4096", "diffusion neighbourhood size (default 2)",
+       false,
+       [](config& c, std::string_view v, const std::string& o) {
+         c.lb_neighbors = parse_count(v, o, 1, 4096);
+       }},
+      {"lb-tolerance", "ROAM_LB_TOLERANCE", "0..10",
+       "greedy_refine: allowed load above the average, as a fraction (default 0.05)", false,
+       [](config& c, std::string_view v, const std::string& o) {
+         c.lb_tolerance = parse_real(v, o, 0, 10);
+       }},
+      {"lb-master", "ROAM_LB_MASTER", "0..4095", "master_worker's master node (default 0)", false,
+       [](config& c, std::string_view v, const std::string& o) {
+         c.lb_master = parse_count(v, o, 0, 4095);
        }},
       {"help", "ROAM_HELP", "on|off", "print this table and exit", true,
        [](config& c, std::string_view v, const std::string& o) { c.help = parse_bool(v, o); }},

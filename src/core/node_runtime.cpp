@@ -134,17 +134,62 @@ void* extension_state(node_runtime& n, node_extension_slot slot) noexcept {
 }
 
 void note_deferred(node_runtime& n) noexcept { n.sent.fetch_add(1); }
+void note_handled(node_runtime& n) noexcept { n.handled.fetch_add(1); }
+
+const config& settings_of(const node_runtime& n) noexcept {
+  return const_cast<node_runtime&>(n).process().settings();
+}
+
+int worker_index() noexcept { return current_worker(); }
+
+void set_scheduling_hooks(node_runtime& n, const scheduling_hooks& hooks) noexcept {
+  n.sched().set_hooks(hooks);
+}
+
+void wake_a_worker(node_runtime& n) noexcept { n.sched().notify_new_work(); }
+
+void queue_work(node_runtime& n, work_item* w) noexcept { n.sched().push(w); }
+
+work_item* as_work_item(message_ptr m) noexcept {
+  m->execute = &node_runtime::execute;
+  return m.release();
+}
 
 void run_later(node_runtime& n, message_ptr m) noexcept { n.accept_local(std::move(m)); }
 
 node_id node_runtime::size() const noexcept { return process_.size(); }
 
+bool node_runtime::admitted(message_ptr& m) noexcept {
+  const handler_entry* e = handler_registry::find(m->header.handler);
+  if (!e || !e->admit) return false;
+  const message_header h = m->header;
+  // In-process delivery runs on the sender's thread: admission acts for this node (errors
+  // name it, messages it sends come from it).
+  node_runtime* const caller = tl_node;
+  tl_node = this;
+  struct restore {
+    node_runtime* node;
+    ~restore() { tl_node = node; }
+  } restore_caller{caller};
+  try {
+    return e->admit(*this, m);
+  } catch (const deserialization_error& ex) {
+    fatal("malformed payload for " + describe(h) + " (" + std::to_string(h.payload_size) +
+          " payload bytes): " + ex.what());
+  } catch (const std::exception& ex) {
+    fatal(describe(h) + ": admitting the message threw " + type_name_of(typeid(ex)) + ": " +
+          ex.what());
+  }
+}
+
 void node_runtime::accept_local(message_ptr m) noexcept {
+  if (admitted(m)) return;
   m->execute = &node_runtime::execute;
   scheduler_.push(m.release());
 }
 
 void node_runtime::accept_arrival(message_ptr m) noexcept {
+  if (admitted(m)) return;
   m->execute = &node_runtime::execute;
   scheduler_.push_arrival(m.release());
 }

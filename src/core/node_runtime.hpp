@@ -38,6 +38,11 @@ class node_runtime {
   /// Runs the handler of a message (work_item::execute of messages).
   static void execute(work_item* w);
 
+ private:
+  /// Offers an arriving message to its handler's admit function (true: it took it).
+  bool admitted(message_ptr& m) noexcept;
+
+ public:
   // Counters of non-system messages, for termination detection.
   alignas(64) std::atomic<std::uint64_t> sent{0};
   alignas(64) std::atomic<std::uint64_t> handled{0};

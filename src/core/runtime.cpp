@@ -160,7 +160,7 @@ int run_spmd_config_error(const char* what) {
   return 2;
 }
 
-int run_spmd(config cfg, std::function<void()> body) {
+int run_spmd(const config& cfg, std::function<void()> body) {
   if (cfg.help) {
     const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
     if (!rank) rank = std::getenv("PMI_RANK");

@@ -104,6 +104,8 @@ work_item* scheduler::find_work(int self) noexcept {
     fire_due_timers();  // sleepers are not starved by a stream of work either
     if (work_item* w = yielded_.queue.pop()) return w;
   }
+  if (hooks_.take)
+    if (work_item* w = hooks_.take(hooks_.context, self)) return w;
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (work_stealing_deque* d = own_deque())
       if (work_item* w = d->pop()) return w;  // newest own tasklet first (work-first)
@@ -223,6 +225,8 @@ bool scheduler::park_worker() {
       using clock = std::chrono::steady_clock;
       auto limit = clock::duration::max();
       if (timer_count_.load() > 0) limit = std::max(until_next_timer(), clock::duration::zero());
+      if (hooks_.idle_wakeup.count() > 0)
+        limit = std::min<clock::duration>(limit, hooks_.idle_wakeup);
       if (progress_) {
         auto interval = searching_.load() > 0 ? 10 * opt_.poll : opt_.poll;
         limit = std::min<clock::duration>(limit, interval);
@@ -264,6 +268,7 @@ void scheduler::worker_main(unsigned index) {
   bool searching = false;
   bool glance = false;
   unsigned rounds = 0;
+  unsigned ran = 0;
   auto since = std::chrono::steady_clock::now();
   while (!stopping_.load(std::memory_order_relaxed)) {
     if (work_item* w = find_work(self)) {
@@ -271,8 +276,10 @@ void scheduler::worker_main(unsigned index) {
       searching = glance = false;
       rounds = 0;
       run_item(w);
+      if (hooks_.tick && (++ran & 255) == 0) hooks_.tick(hooks_.context, false);
       continue;
     }
+    if (hooks_.tick) hooks_.tick(hooks_.context, true);
     if (progress_ && progress_()) {
       glance = false;
       rounds = 0;

@@ -10,6 +10,7 @@
 #include "work_stealing_deque.hpp"
 
 #include <roam/core/config.hpp>
+#include <roam/core/detail/node_api.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -82,6 +83,7 @@ class scheduler {
   void wake_waiters() noexcept;
 
   unsigned workers() const noexcept { return static_cast<unsigned>(queues_.size()); }
+  void set_hooks(const scheduling_hooks& hooks) noexcept { hooks_ = hooks; }
   std::chrono::microseconds spin_budget() const noexcept { return opt_.spin; }
   std::chrono::microseconds poll_interval() const noexcept { return opt_.poll; }
 
@@ -115,6 +117,7 @@ class scheduler {
   std::vector<timer> timers_;  // a min-heap on deadline
   std::atomic<std::size_t> timer_count_{0};
   std::vector<std::thread> threads_;
+  scheduling_hooks hooks_;  // set before start(), read-only afterwards
 
   alignas(64) std::atomic<int> searching_{0};
   alignas(64) std::atomic<int> sleepers_{0};

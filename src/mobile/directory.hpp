@@ -69,6 +69,11 @@ struct object_state {
   /// A migration asked for by load balancing, waiting for the running handlers to finish;
   /// nothing else is granted meanwhile.
   bool migration_pending = false;
+  /// Set with migration_pending when handlers were granted but have not started: they give
+  /// their grant back when a worker picks them (checked without the lock on every start).
+  std::atomic<bool> revoke{false};
+  /// Granted handlers that have started (the others may still be revoked).
+  std::atomic<std::uint32_t> started{0};
   node_id migration_target = 0;
   /// Position in the directory's list of resident objects.
   std::size_t resident_slot = 0;

@@ -14,9 +14,10 @@ namespace roam::detail {
 
 namespace {
 
-handler_entry operation_entry{"roam.mobile.operation", [](node_runtime& n, message_ptr& m) {
-                                deliver_object_message(n, m, nullptr);
-                              }};
+handler_entry operation_entry{
+    "roam.mobile.operation",
+    [](node_runtime& n, message_ptr& m) { deliver_object_message(n, m, nullptr); }, ~0u,
+    &admit_object_message};
 const bool operation_registered = handler_registry::add(&operation_entry);
 
 /// Fixed part of an install message; the object's bytes and its messages follow.

@@ -169,6 +169,7 @@ void release_access(node_runtime& n, object_entry& e, std::uint8_t mode, bool co
       s.exclusive_running = false;
     else
       --s.shared_running;
+    if (counted) s.started.fetch_sub(1, std::memory_order_relaxed);
     if (counted && s.pending_count > 0) {
       --s.pending_count;
       s.pending_cost = s.pending_count ? std::max(0.0, s.pending_cost - cost) : 0.0;
@@ -180,6 +181,7 @@ void release_access(node_runtime& n, object_entry& e, std::uint8_t mode, bool co
         // The last running handler is done: the balancer's migration goes first.
         s.exclusive_running = true;
         s.migration_pending = false;
+        s.revoke.store(false, std::memory_order_relaxed);
         migrate_now = true;
         target = s.migration_target;
       } else {
@@ -196,6 +198,13 @@ void release_access(node_runtime& n, object_entry& e, std::uint8_t mode, bool co
   if (counted) notify_load(n, e.id());
 }
 
+double read_object_cost(const message& m) noexcept {
+  if (m.header.payload_size < sizeof(object_message_header)) return 0;
+  object_message_header oh;
+  std::memcpy(&oh, m.payload(), sizeof oh);
+  return oh.cost;
+}
+
 std::vector<object_load> resident_objects(node_runtime& n) {
   std::vector<object_load> loads;
   for (object_entry* e : directory_of(n).residents()) {
@@ -206,6 +215,7 @@ std::vector<object_load> resident_objects(node_runtime& n) {
     l.id = object_id{e->id().home, s.type, e->id().index};
     l.pending_cost = s.pending_cost;
     l.pending_count = s.pending_count;
+    l.running = s.started.load(std::memory_order_relaxed);
     l.mean_run_us = s.mean_run_us;
     l.hint = s.object->load_hint();
     loads.push_back(l);
@@ -222,8 +232,13 @@ bool migrate_resident(node_runtime& n, const object_id& id, node_id dest) {
     object_state* s = e->state_if_any();
     if (!s || s->state != residence::resident || s->migration_pending) return false;
     if (s->exclusive_running || s->shared_running != 0) {
-      s->migration_pending = true;  // done by the last running handler's release
+      // Done by the last running handler's release; granted handlers that have not started
+      // give their grant back when they are picked.
+      s->migration_pending = true;
       s->migration_target = dest;
+      if (s->started.load(std::memory_order_relaxed) <
+          (s->exclusive_running ? 1u : 0u) + s->shared_running)
+        s->revoke.store(true, std::memory_order_release);
       return true;
     }
     s->exclusive_running = true;
@@ -246,11 +261,47 @@ void forward(node_runtime& n, message_ptr m, object_message_header oh, route r) 
   post(n, std::move(m));
 }
 
+/// A balancer's migration waits for this granted handler, which has not started: it gives
+/// its grant back and waits in front of the object's queue (moving with it). Returns false
+/// if the migration is no longer pending (the handler runs).
+bool revoked(node_runtime& n, object_entry& e, message_ptr& m, object_message_header oh) {
+  bool ship_now = false;
+  node_id target = 0;
+  {
+    std::lock_guard guard(e.lock);
+    object_state& s = e.state();
+    if (!s.migration_pending || s.state != residence::resident) return false;
+    if (oh.access == static_cast<std::uint8_t>(access::exclusive))
+      s.exclusive_running = false;
+    else
+      --s.shared_running;
+    oh.stage = stage_admitted;
+    write_object_header(*m, oh);
+    s.ready.push_front(std::move(m));
+    note_deferred(n);
+    if (!s.exclusive_running && s.shared_running == 0) {
+      s.exclusive_running = true;  // for the migration
+      s.migration_pending = false;
+      s.revoke.store(false, std::memory_order_relaxed);
+      ship_now = true;
+      target = s.migration_target;
+    }
+  }
+  if (ship_now) {
+    ship(n, e, target, nullptr, nullptr, 0, 0);
+    release_access(n, e, static_cast<std::uint8_t>(access::exclusive));
+  }
+  return true;
+}
+
 /// Runs a message whose access has been granted, then releases the access.
 void run_granted(node_runtime& n, object_entry& e, message_ptr& m, const object_message_header& oh,
                  object_run_function run) {
   const message_header h = m->header;  // the handler may take the block over
-  const std::uint32_t actual_type = e.state().type;
+  object_state& state = e.state();
+  if (state.revoke.load(std::memory_order_acquire) && revoked(n, e, m, oh)) return;
+  state.started.fetch_add(1, std::memory_order_relaxed);
+  const std::uint32_t actual_type = state.type;
   if (oh.target.type != actual_type) {
     // Checked once the message has its turn, so later messages of its sender still run.
     fail_object_message(
@@ -333,18 +384,27 @@ void send_location_update(node_runtime& n, node_id to, const object_id& id, rout
 
 // ---- delivery ---------------------------------------------------------------------------
 
-void deliver_object_message(node_runtime& n, message_ptr& m, object_run_function run) {
-  object_message_header oh = read_object_header(*m);
+namespace {
+
+enum class gate_result {
+  run_now,   ///< in order with access granted: the caller runs it now
+  queued,    ///< granted and queued to run later (it will be counted when it runs)
+  consumed,  ///< set aside, forwarded or failed: no longer the caller's
+};
+
+object_message_header checked_header(node_runtime& n, const message& m) {
+  object_message_header oh = read_object_header(m);
   if (oh.target.index == 0 || oh.target.home >= size_of(n) || oh.origin >= size_of(n) ||
       oh.access > static_cast<std::uint8_t>(access::shared) || oh.stage > stage_granted)
     throw deserialization_error("invalid object header (object " + std::to_string(oh.target.home) +
                                 ":" + std::to_string(oh.target.index) + ", origin " +
                                 std::to_string(oh.origin) + ")");
-  object_entry& e = directory_of(n).find_or_insert(oh.target);
-  if (oh.stage == stage_granted) {
-    run_granted(n, e, m, oh, run);
-    return;
-  }
+  return oh;
+}
+
+/// The three gates (see the file comment) for a message that has not passed them.
+gate_result pass_gates(node_runtime& n, object_entry& e, message_ptr& m, object_message_header& oh,
+                       bool may_run_here) {
   message_list later;
   bool arrived = false;
   {
@@ -353,7 +413,7 @@ void deliver_object_message(node_runtime& n, message_ptr& m, object_run_function
     if (s.state == residence::destroyed) {
       lock.unlock();
       fail_object_message(n, m, oh, describe_object(oh.target) + " was destroyed");
-      return;
+      return gate_result::consumed;
     }
     if (s.state == residence::absent) {
       route r = e.current_route();
@@ -361,18 +421,18 @@ void deliver_object_message(node_runtime& n, message_ptr& m, object_run_function
         // Routed here by a node that knows of an installation this one has not seen yet.
         s.awaiting_install.push_back(std::move(m));
         note_deferred(n);
-        return;
+        return gate_result::consumed;
       }
       lock.unlock();
       if (r.version == 0) {
         if (id_of(n) == oh.target.home) {
           fail_object_message(n, m, oh, describe_object(oh.target) + " was never created");
-          return;
+          return gate_result::consumed;
         }
         r.location = oh.target.home;  // no knowledge here: ask the creating node
       }
       forward(n, std::move(m), oh, r);
-      return;
+      return gate_result::consumed;
     }
     // Load counts a message from its arrival, whether it can run yet or not.
     s.pending_cost += oh.cost;
@@ -391,14 +451,22 @@ void deliver_object_message(node_runtime& n, message_ptr& m, object_run_function
       note_deferred(n);
       lock.unlock();
       notify_load(n, oh.target);
-      return;
+      return gate_result::consumed;
     }
     ++next;
     object_hooks* hooks = directory_of(n).hooks.load(std::memory_order_acquire);
-    const bool run_now = s.ready.empty() && !s.migration_pending && can_grant(s, oh.access) &&
-                         !(hooks && hooks->push);
+    const bool grantable = s.ready.empty() && !s.migration_pending && can_grant(s, oh.access);
+    const bool run_now = may_run_here && grantable && !(hooks && hooks->push);
+    gate_result result = gate_result::consumed;
     if (run_now) {
       grant(s, oh.access);
+      result = gate_result::run_now;
+    } else if (grantable) {
+      grant(s, oh.access);
+      oh.stage = stage_granted;
+      write_object_header(*m, oh);
+      later.push_back(std::move(m));
+      result = gate_result::queued;
     } else {
       oh.stage = stage_admitted;
       write_object_header(*m, oh);
@@ -416,16 +484,39 @@ void deliver_object_message(node_runtime& n, message_ptr& m, object_run_function
       ++next;
     }
     dispatch_ready(s, later);
-    if (!run_now) {
-      lock.unlock();
-      start_granted(n, later);
-      notify_load(n, oh.target);
-      return;
-    }
+    lock.unlock();
+    start_granted(n, later);
+    if (arrived) notify_load(n, oh.target);
+    return result;
   }
-  start_granted(n, later);
-  if (arrived) notify_load(n, oh.target);
-  run_granted(n, e, m, oh, run);
+}
+
+}  // namespace
+
+void deliver_object_message(node_runtime& n, message_ptr& m, object_run_function run) {
+  object_message_header oh = checked_header(n, *m);
+  object_entry& e = directory_of(n).find_or_insert(oh.target);
+  if (oh.stage == stage_granted) {
+    run_granted(n, e, m, oh, run);
+    return;
+  }
+  if (pass_gates(n, e, m, oh, true) == gate_result::run_now) run_granted(n, e, m, oh, run);
+}
+
+bool admit_object_message(node_runtime& n, message_ptr& m) {
+  object_message_header oh = checked_header(n, *m);
+  if (oh.stage != stage_new) return false;  // coming back to run: queue it
+  object_entry& e = directory_of(n).find_or_insert(oh.target);
+  switch (pass_gates(n, e, m, oh, false)) {
+    case gate_result::queued:
+      return true;  // counted when it runs
+    case gate_result::consumed:
+      note_handled(n);  // its arrival is dealt with, as if it had run
+      return true;
+    case gate_result::run_now:
+      break;  // not with may_run_here == false
+  }
+  return false;
 }
 
 void post_object_message(node_runtime& n, message_ptr m) {

@@ -348,7 +348,7 @@ TEST(MobileObjects, StaleSendersAreForwardedAndCorrected) {
 TEST(MobileObjects, ForwardedDeliveryCorrectsTheSendersDirectory) {
   // Needs a sender that neither created, hosted nor moved the object: 3 nodes or more
   // (the suite also runs with 3 and 4 nodes, in one process and under mpiexec).
-  bool too_few_nodes = false;
+  std::atomic<bool> too_few_nodes{false};
   run_everywhere([&too_few_nodes] {
     if (roam::num_nodes() < 3) {
       too_few_nodes = true;
@@ -373,14 +373,14 @@ TEST(MobileObjects, ForwardedDeliveryCorrectsTheSendersDirectory) {
     }
     roam::barrier();
   });
-  if (too_few_nodes) GTEST_SKIP() << "needs 3 nodes";
+  if (too_few_nodes.load()) GTEST_SKIP() << "needs 3 nodes";
 }
 
 std::atomic<bool> gate_open{false};
 
 TEST(MobileObjects, LoadCountsArrivedMessagesAndBalancerMigrationsTakeThemAlong) {
   gate_open = false;
-  bool too_few_nodes = false;
+  std::atomic<bool> too_few_nodes{false};
   run_everywhere([&too_few_nodes] {
     if (roam::num_nodes() < 2) {
       too_few_nodes = true;
@@ -401,7 +401,7 @@ TEST(MobileObjects, LoadCountsArrivedMessagesAndBalancerMigrationsTakeThemAlong)
       // Counted on arrival (once a worker has taken them from the node's queue).
       auto loads = roam::detail::resident_objects(node);
       const auto deadline = std::chrono::steady_clock::now() + 10s;
-      while (loads.size() == 1 && loads[0].pending_count < 6 &&
+      while (loads.size() == 1 && (loads[0].pending_count < 6 || loads[0].running < 1) &&
              std::chrono::steady_clock::now() < deadline) {
         std::this_thread::sleep_for(1ms);
         loads = roam::detail::resident_objects(node);
@@ -410,7 +410,9 @@ TEST(MobileObjects, LoadCountsArrivedMessagesAndBalancerMigrationsTakeThemAlong)
       EXPECT_EQ(loads[0].id, p.id());
       EXPECT_EQ(loads[0].pending_count, 6u);
       EXPECT_DOUBLE_EQ(loads[0].pending_cost, 11.0);
-      // The balancer moves it ahead of its queue: once the running handler is done.
+      EXPECT_EQ(loads[0].running, 1u);
+      // The balancer moves it ahead of its queue: once the running handler is done (it
+      // started here, and gate_open belongs to this process).
       EXPECT_TRUE(roam::detail::migrate_resident(node, p.id(), 1));
       EXPECT_FALSE(roam::detail::migrate_resident(node, p.id(), 1));  // already leaving
       gate_open = true;
@@ -429,7 +431,7 @@ TEST(MobileObjects, LoadCountsArrivedMessagesAndBalancerMigrationsTakeThemAlong)
     }
     roam::barrier();
   });
-  if (too_few_nodes) GTEST_SKIP() << "needs 2 nodes";
+  if (too_few_nodes.load()) GTEST_SKIP() << "needs 2 nodes";
 }
 
 TEST(MobileObjects, HandlersMayMigrateOrDestroyTheirOwnObject) {

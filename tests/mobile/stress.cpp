@@ -67,14 +67,17 @@ struct cell {
     return sum;
   }
 
-  // Shared: stays a while (suspended) so that other shared handlers can join it.
-  void linger(int microseconds) const {
+  // Shared: stays (suspended) until another shared handler has joined it, or `patience_ms`
+  // has passed.
+  void linger(int patience_ms) const {
     const int inside = shared_inside[slot].fetch_add(1) + 1;
     if (exclusive_inside[slot].load() != 0) overlaps.fetch_add(1);
     int seen = most_shared_inside[slot].load();
     while (seen < inside && !most_shared_inside[slot].compare_exchange_weak(seen, inside)) {
     }
-    roam::this_task::sleep_for(std::chrono::microseconds(microseconds));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(patience_ms);
+    while (most_shared_inside[slot].load() < 2 && std::chrono::steady_clock::now() < deadline)
+      roam::this_task::sleep_for(100us);
     shared_inside[slot].fetch_sub(1);
   }
 };
@@ -196,7 +199,7 @@ int main(int argc, char** argv) {
       for (std::size_t k = 0; k < p.objects; ++k) {
         std::vector<roam::future<void>> readers;
         readers.reserve(3);
-        for (int r = 0; r < 3; ++r) readers.push_back(cells[k].call<&cell::linger>(2000));
+        for (int r = 0; r < 3; ++r) readers.push_back(cells[k].call<&cell::linger>(5000));
         for (auto& f : readers) f.get();
         const int most =
             cells[k].call([](const cell& c) { return most_shared_inside[c.slot].load(); }).get();

@@ -38,6 +38,21 @@ struct config {
   /// How often a parked thread polls the network when it has communication duty, in
   /// microseconds (ten times less often while another thread of the node spins and polls).
   std::uint32_t poll_us = 100;
+  /// Load balancing (docs/guide/load-balancing.md): none, work_stealing, diffusion,
+  /// master_worker, greedy_refine, or the name of a policy registered by the application.
+  std::string lb = "work_stealing";
+  /// How often an idle node's policy balances, in microseconds (greedy_refine: the period
+  /// of its rounds).
+  std::uint32_t lb_period_us = 1000;
+  /// A node whose load is below this asks for work (diffusion, master_worker); a donor
+  /// keeps at least this much.
+  double lb_threshold = 1.0;
+  /// Neighbourhood size of diffusion.
+  std::uint32_t lb_neighbors = 2;
+  /// greedy_refine brings every node within this fraction of the average load.
+  double lb_tolerance = 0.05;
+  /// The master node of master_worker.
+  std::uint32_t lb_master = 0;
   /// Print the settings table and return without running the application.
   bool help = false;
 

@@ -11,7 +11,7 @@
 namespace roam {
 
 namespace detail {
-int run_spmd(config cfg, std::function<void()> body);
+int run_spmd(const config& cfg, std::function<void()> body);
 int run_spmd_config_error(const char* what);
 }  // namespace detail
 

@@ -21,10 +21,17 @@ class node_runtime;
 /// ownership of the message block (zero-copy bulk arguments), leaving `m` empty.
 using invoke_function = void (*)(node_runtime& node, message_ptr& m);
 
+/// Runs when a message arrives on its node, on the thread that delivers it, before it is
+/// queued: returns true if it took the message (set it aside, forwarded it, or queued it
+/// itself). Lets a layer account for messages the moment they arrive (mobile objects: their
+/// load) even while every worker is busy. Throws deserialization_error for bad payloads.
+using admit_function = bool (*)(node_runtime& node, message_ptr& m);
+
 struct handler_entry {
   std::string_view name;  ///< stable, human-readable (shown in errors)
   invoke_function invoke;
-  std::uint32_t id = ~0u;  ///< assigned by handler_registry::seal()
+  std::uint32_t id = ~0u;          ///< assigned by handler_registry::seal()
+  admit_function admit = nullptr;  ///< optional, see admit_function
 };
 
 class handler_registry {

@@ -1,11 +1,13 @@
 // roam — what the layers above the node runtime may use of it. Not for applications.
 #pragma once
 
+#include <roam/core/config.hpp>
 #include <roam/core/error.hpp>
 #include <roam/transport/message.hpp>
 #include <roam/transport/node_id.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -48,9 +50,37 @@ void post(node_runtime& from, message_ptr m);
 /// waiting for its turn): counts it as pending again, so quiescence waits for it. Every
 /// set-aside message must later go through run_later() (once).
 void note_deferred(node_runtime& n) noexcept;
+/// A message was consumed by an admit function without running (set aside, forwarded,
+/// failed): counts it as handled, as running it would have.
+void note_handled(node_runtime& n) noexcept;
 /// Queues a message that was set aside with note_deferred() on `n` to run through its
 /// handler again on a worker of `n` (it is not counted as a new message).
 void run_later(node_runtime& n, message_ptr m) noexcept;
+
+/// The settings the job runs with.
+const config& settings_of(const node_runtime& n) noexcept;
+/// The calling thread's worker index on its node, or -1 when it is not a worker.
+int worker_index() noexcept;
+
+/// Hooks of a scheduling layer (load balancing) into a node's workers. Set them from a
+/// node extension's constructor, before the workers start.
+struct scheduling_hooks {
+  /// Called by workers: with `idle` when they find no work, and now and then while busy
+  /// (every few hundred items). Must be quick; typically checks a clock and posts work.
+  void (*tick)(void* context, bool idle) = nullptr;
+  /// Asked first for work by a worker (its index; -1 for other threads of the node).
+  work_item* (*take)(void* context, int worker) = nullptr;
+  void* context = nullptr;
+  /// If non-zero, parked workers wake up this often to tick (idle balancing).
+  std::chrono::microseconds idle_wakeup{0};
+};
+void set_scheduling_hooks(node_runtime& n, const scheduling_hooks& hooks) noexcept;
+/// Queues a work item on `n` (from any thread of the process).
+void queue_work(node_runtime& n, work_item* w) noexcept;
+/// Wakes a parked worker of `n` (after work was made available through `take`).
+void wake_a_worker(node_runtime& n) noexcept;
+/// A message as a work item that runs its handler (node execution) when taken.
+work_item* as_work_item(message_ptr m) noexcept;
 
 /// Per-node state of a layer above the core (the mobile-object directory, ...). A layer
 /// registers its factory during static initialization; every node creates the state when

@@ -134,7 +134,7 @@ struct object_handler {
   static void invoke(node_runtime& n, message_ptr& m) { deliver_object_message(n, m, &run); }
 
   static constexpr std::string_view name = type_name<Kind>();
-  static inline handler_entry entry{name, &invoke};
+  static inline handler_entry entry{name, &invoke, ~0u, &admit_object_message};
   static inline const bool registered = handler_registry::add(&entry);
 };
 

@@ -113,6 +113,9 @@ using object_unpack_function = std::unique_ptr<object_box> (*)(message_reader& r
 /// handler): runs it if the object is here, in order and its access is free; otherwise
 /// forwards it, or sets it aside until its turn.
 void deliver_object_message(node_runtime& n, message_ptr& m, object_run_function run);
+/// The admit function of every object handler: passes a message through the location and
+/// order gates on arrival (counting its load at once), and queues it if it may run.
+bool admit_object_message(node_runtime& n, message_ptr& m);
 
 /// Fills in the route of message `m` to the object named in its object header (sequence
 /// number, destination, version tag) from `n`'s directory, and posts it. Call only once
@@ -163,9 +166,12 @@ struct object_load {
   object_id id;
   double pending_cost = 0;          ///< sum of the costs of its pending messages
   std::uint32_t pending_count = 0;  ///< messages arrived and not finished (incl. running)
+  std::uint32_t running = 0;        ///< handlers running on it now
   double mean_run_us = 0;           ///< moving average of handler run times (if measured)
   double hint = -1;                 ///< the object's own load(), or negative
 };
+/// The cost carried by an object message.
+double read_object_cost(const message& m) noexcept;
 /// A snapshot of the objects resident on `n` and their loads.
 std::vector<object_load> resident_objects(node_runtime& n);
 /// Moves a resident object to `dest` ahead of its queued messages, which go with it: at

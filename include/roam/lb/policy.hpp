@@ -1,0 +1,168 @@
+// roam — implicit load balancing: the policy interface and what policies may use.
+//
+// Each node runs one policy object (chosen with --roam-lb / ROAM_LB, or registered by the
+// application). The runtime calls
+// - balance(): distributed balancing, periodically while the node is idle and now and then
+//   while it is busy (every --roam-lb-period-us at most); one call at a time per node; it
+//   runs as a task on a worker (it may send messages, move objects, and wait);
+// - notify(id): an object's load changed (a message for it arrived or finished);
+// - push(worker, handler) / pop(worker): intra-node scheduling, only for policies whose
+//   schedules_handlers() is true (otherwise the node's own queues with work stealing run
+//   the handlers).
+//
+// Guarantees to policies (PREMA's safety contract):
+// - push() sees only handlers that are in order and have their access granted: a policy
+//   may run them in any order, on any worker of the node, without breaking per-sender
+//   ordering or exclusive access. An object cannot move while one of its handlers is held
+//   by push()/pop(), so such handlers are never invalidated.
+// - An object's load counts a message from its arrival on the object's node, even while it
+//   waits for its turn; handlers waiting for an object move with it.
+// - move_object() may be called for several objects at once, to and from any nodes.
+// - Policy messages sent with send_control() are not counted by quiescence detection
+//   (roam::wait_quiescence), so an idle job whose policies keep asking each other for work
+//   still terminates. Moving an object is counted (it carries work).
+//
+// Threading: notify() and push() run on whichever thread changed the load or granted the
+// handler, concurrently with each other and with pop() and balance(): policies synchronize
+// their own state.
+#pragma once
+
+#include <roam/am/send.hpp>
+#include <roam/mobile/lifecycle.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace roam::lb {
+
+using object_id = detail::object_id;
+
+/// What a node knows of the load of one of its objects.
+struct object_info {
+  object_id id;
+  double pending_cost = 0;          ///< costs of its messages that arrived and did not finish
+  std::uint32_t pending_count = 0;  ///< those messages (running ones included)
+  std::uint32_t running = 0;        ///< of which running now
+  /// Messages that have not started: what moving the object would move.
+  std::uint32_t waiting() const noexcept {
+    return pending_count > running ? pending_count - running : 0;
+  }
+  double mean_run_us = 0;  ///< moving average of its handlers' run times (if measured)
+  double hint = -1;        ///< the object's own `double load() const`, or negative
+  /// The load the built-in policies use: the object's own estimate if it has one, else the
+  /// pending cost.
+  double load() const noexcept { return hint >= 0 ? hint : pending_cost; }
+};
+
+/// A handler ready to run (in order, access granted). Move-only; run it by returning it
+/// from pop().
+class runnable {
+ public:
+  runnable() = default;
+  explicit runnable(detail::message_ptr m, object_id target) noexcept
+      : message_(std::move(m)), target_(target) {}
+  explicit operator bool() const noexcept { return static_cast<bool>(message_); }
+  const object_id& object() const noexcept { return target_; }
+  /// The cost its sender gave it (roam::send_cost; 1 by default).
+  double cost() const noexcept;
+  detail::message_ptr release() noexcept { return std::move(message_); }
+
+ private:
+  detail::message_ptr message_;
+  object_id target_;
+};
+
+class policy {
+ public:
+  virtual ~policy() = default;
+  /// Distributed balancing (see the file comment).
+  virtual void balance() {}
+  /// An object's load changed. Keep it short.
+  virtual void notify(const object_id& /*id*/) {}
+  /// True if this policy schedules runnable handlers itself through push() and pop().
+  virtual bool schedules_handlers() const { return false; }
+  /// A handler became runnable; `worker` is the calling worker's index (-1: another
+  /// thread). Only called when schedules_handlers().
+  virtual void push(int /*worker*/, runnable /*handler*/) {}
+  /// The next handler for worker `worker` (-1: the node's application thread), or an empty
+  /// runnable. Only called when schedules_handlers().
+  virtual runnable pop(int /*worker*/) { return {}; }
+  /// Whether the runtime should measure handler run times (object_info::mean_run_us).
+  virtual bool wants_run_times() const { return false; }
+};
+
+/// Makes `name` usable with --roam-lb / ROAM_LB: every node calls `make` once when it
+/// starts. Call before roam::run. The built-in names cannot be replaced.
+void register_policy(const std::string& name,
+                     std::function<std::unique_ptr<policy>(const config&)> make);
+/// The names --roam-lb accepts now.
+std::vector<std::string> policy_names();
+
+// ---- for policies (call from a thread of the node) ----------------------------------------
+
+/// The calling node's policy.
+policy& this_policy();
+/// The calling node's policy as P (throws roam::usage_error if it is another type).
+template <class P>
+P& this_policy_as() {
+  auto* p = dynamic_cast<P*>(&this_policy());
+  if (!p) throw usage_error("roam::lb::this_policy_as: the node runs another policy");
+  return *p;
+}
+/// The objects resident on the calling node with their loads (a snapshot).
+std::vector<object_info> local_objects();
+/// Sum of local_objects()' load().
+double local_load();
+/// Moves a resident object to `dest` ahead of its waiting messages, which go with it (at
+/// once, or when its running handlers finish). False if it is not resident here.
+bool move_object(const object_id& id, node_id dest);
+/// Turns distributed balancing (balance()) on or off on the calling node; on by default.
+void enable_dist_balancing(bool on);
+/// The settings the job runs with (the lb_* fields parameterize the built-in policies).
+const config& settings();
+
+namespace internal {
+/// Control handlers run as soon as their message arrives, on the thread that delivers it
+/// (another node's thread in one process, the thread that drives MPI otherwise), so that
+/// balancing requests are answered even while every worker runs a long handler.
+template <class H>
+struct control_handler {
+  static void invoke(detail::node_runtime& n, detail::message_ptr& m) {
+    detail::am_handler<H>::invoke(n, m);
+  }
+  static bool admit(detail::node_runtime& n, detail::message_ptr& m) {
+    detail::am_handler<H>::invoke(n, m);
+    return true;
+  }
+  static constexpr std::string_view name = detail::type_name<control_handler>();
+  static inline detail::handler_entry entry{name, &invoke, ~0u, &admit};
+  static inline const bool registered = detail::handler_registry::add(&entry);
+};
+}  // namespace internal
+
+/// A message between policies, like roam::send but:
+/// - not counted by quiescence detection;
+/// - its handler runs as soon as the message arrives, on the thread that delivers it, even
+///   while every worker is busy: it must be short and must not wait (no futures, no
+///   roam::mutex, no call().get()); it may send messages and move objects.
+template <class F, class... Args>
+void send_control(node_id dest, F&& fn, Args&&... args) {
+  using H = std::decay_t<F>;
+  auto& node = detail::sending_node("roam::lb::send_control");
+  (void)internal::control_handler<H>::registered;
+  detail::message_ptr m =
+      detail::build_message<H>(dest, fn, detail::flag_system, std::forward<Args>(args)...);
+  m->header.handler = detail::id_of(internal::control_handler<H>::entry);
+  detail::post(node, std::move(m));
+}
+
+namespace internal {
+/// Including this header links the balancer (so that --roam-lb works in programs that use
+/// it, and costs nothing in those that do not).
+bool link_load_balancer() noexcept;
+inline const bool load_balancer_linked = link_load_balancer();
+}  // namespace internal
+
+}  // namespace roam::lb
