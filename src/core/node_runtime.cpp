@@ -114,15 +114,25 @@ node_runtime::node_runtime(process_runtime& process, node_id id, scheduler::opti
                            std::function<bool()> progress)
     : process_(process), id_(id), scheduler_(*this, opt, std::move(progress)) {
   (void)registered;
-  for (unsigned slot = 0; slot < extension_slots; ++slot)
-    if (auto make = extension_factories()[slot].make) extensions[slot] = make(*this);
+  try {
+    for (unsigned slot = 0; slot < extension_slots; ++slot)
+      if (auto make = extension_factories()[slot].make) extensions[slot] = make(*this);
+  } catch (...) {
+    destroy_extensions();  // the destructor does not run for a constructor that throws
+    throw;
+  }
 }
 
-node_runtime::~node_runtime() {
+void node_runtime::destroy_extensions() noexcept {
   // Upper layers first (their states may hold messages and objects), in reverse order.
   for (unsigned slot = extension_slots; slot-- > 0;)
-    if (extensions[slot]) extension_factories()[slot].destroy(extensions[slot]);
+    if (extensions[slot]) {
+      extension_factories()[slot].destroy(extensions[slot]);
+      extensions[slot] = nullptr;
+    }
 }
+
+node_runtime::~node_runtime() { destroy_extensions(); }
 
 bool register_node_extension(node_extension_slot slot, node_extension e) noexcept {
   extension_factories()[slot] = e;

@@ -39,6 +39,7 @@ class node_runtime {
   static void execute(work_item* w);
 
  private:
+  void destroy_extensions() noexcept;
   /// Offers an arriving message to its handler's admit function (true: it took it).
   bool admitted(message_ptr& m) noexcept;
 

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <deque>
 #include <mutex>
 #include <random>
 
@@ -175,59 +174,35 @@ class master_worker final : public policy {
   explicit master_worker(const config& c) : master_(c.lb_master), threshold_(c.lb_threshold) {}
 
   void balance() override {
-    if (master_ >= roam::num_nodes() || roam::num_nodes() < 2) return;
-    if (roam::this_node() == master_) {
-      serve_waiting();
+    if (master_ >= roam::num_nodes() || roam::num_nodes() < 2 || roam::this_node() == master_)
       return;
-    }
     const double load = local_load();
     if (load >= threshold_) return;
     {
       std::lock_guard guard(lock_);
-      if (asking_) return;
+      if (asking_) return;  // one request at a time
       asking_ = true;
     }
     send_control(master_, &master_worker::on_request, roam::this_node(), load);
   }
 
  private:
+  // On the master: give the worker a share of the work, or say there is none (it asks again
+  // a period later: the master keeps no list, so it needs no thread of its own to serve it).
   static void on_request(node_id from, double their_load) {
-    auto& self = this_policy_as<master_worker>();
-    if (!self.serve(from, their_load)) {
-      std::lock_guard guard(self.lock_);
-      self.waiting_.emplace_back(from, their_load);
-    }
+    const bool given = give_share(from, their_load, this_policy_as<master_worker>().threshold_) > 0;
+    send_control(from, &master_worker::on_answer, given);
   }
-  static void on_served() {
+  static void on_answer(bool /*given*/) {
     auto& self = this_policy_as<master_worker>();
     std::lock_guard guard(self.lock_);
     self.asking_ = false;
   }
 
-  bool serve(node_id to, double their_load) {
-    if (give_share(to, their_load, threshold_) == 0) return false;
-    send_control(to, &master_worker::on_served);
-    return true;
-  }
-  void serve_waiting() {
-    for (;;) {
-      std::pair<node_id, double> next;
-      {
-        std::lock_guard guard(lock_);
-        if (waiting_.empty()) return;
-        next = waiting_.front();
-      }
-      if (!serve(next.first, next.second)) return;
-      std::lock_guard guard(lock_);
-      waiting_.pop_front();
-    }
-  }
-
   const node_id master_;
   const double threshold_;
   std::mutex lock_;
-  bool asking_ = false;                             // on workers
-  std::deque<std::pair<node_id, double>> waiting_;  // on the master
+  bool asking_ = false;
 };
 
 // ---- greedy_refine ---------------------------------------------------------------------------
