@@ -165,7 +165,11 @@ work_item* as_work_item(message_ptr m) noexcept {
   return m.release();
 }
 
-void run_later(node_runtime& n, message_ptr m) noexcept { n.accept_local(std::move(m)); }
+void run_later(node_runtime& n, message_ptr m) noexcept {
+  // Already admitted (or set aside by its admission): straight to the queue.
+  m->execute = &node_runtime::execute;
+  n.sched().push(m.release());
+}
 
 node_id node_runtime::size() const noexcept { return process_.size(); }
 

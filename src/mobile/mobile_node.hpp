@@ -38,6 +38,7 @@ void release_access(node_runtime& n, object_entry& e, std::uint8_t mode, bool co
                     double cost = 0, double run_us = -1);
 /// Starts granted messages: through the load balancer's push hook, or the node's queues.
 void start_granted(node_runtime& n, message_list& granted) noexcept;
+void start_granted(node_runtime& n, message_ptr& m) noexcept;
 /// Tells the load balancer that an object's load changed.
 void notify_load(node_runtime& n, const object_id& id) noexcept;
 

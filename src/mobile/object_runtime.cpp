@@ -135,6 +135,16 @@ void fail_object_message(node_runtime& n, message_ptr& m, const object_message_h
                       [&] { throw object_error("roam: " + what); });
 }
 
+void start_granted(node_runtime& n, message_ptr& m) noexcept {
+  object_hooks* hooks = directory_of(n).hooks.load(std::memory_order_acquire);
+  if (hooks && hooks->push) {
+    const object_id id = read_object_header(*m).target;
+    hooks->push(hooks->context, std::move(m), id);
+    return;
+  }
+  run_later(n, std::move(m));
+}
+
 void start_granted(node_runtime& n, message_list& granted) noexcept {
   object_hooks* hooks = directory_of(n).hooks.load(std::memory_order_acquire);
   if (hooks && hooks->push) {
@@ -406,6 +416,7 @@ object_message_header checked_header(node_runtime& n, const message& m) {
 gate_result pass_gates(node_runtime& n, object_entry& e, message_ptr& m, object_message_header& oh,
                        bool may_run_here) {
   message_list later;
+  message_ptr granted_now;
   bool arrived = false;
   {
     std::unique_lock lock(e.lock);
@@ -465,7 +476,7 @@ gate_result pass_gates(node_runtime& n, object_entry& e, message_ptr& m, object_
       grant(s, oh.access);
       oh.stage = stage_granted;
       write_object_header(*m, oh);
-      later.push_back(std::move(m));
+      granted_now = std::move(m);  // queued below, without allocating a list
       result = gate_result::queued;
     } else {
       oh.stage = stage_admitted;
@@ -485,7 +496,8 @@ gate_result pass_gates(node_runtime& n, object_entry& e, message_ptr& m, object_
     }
     dispatch_ready(s, later);
     lock.unlock();
-    start_granted(n, later);
+    if (granted_now) start_granted(n, granted_now);
+    if (!later.empty()) start_granted(n, later);
     if (arrived) notify_load(n, oh.target);
     return result;
   }

@@ -54,7 +54,8 @@ void note_deferred(node_runtime& n) noexcept;
 /// failed): counts it as handled, as running it would have.
 void note_handled(node_runtime& n) noexcept;
 /// Queues a message that was set aside with note_deferred() on `n` to run through its
-/// handler again on a worker of `n` (it is not counted as a new message).
+/// handler again on a worker of `n` (it is not counted as a new message, and it does not
+/// go through its handler's admit function again).
 void run_later(node_runtime& n, message_ptr m) noexcept;
 
 /// The settings the job runs with.
