@@ -106,13 +106,19 @@ struct node_balancer {
   }
 
   void run_balance() {
+    const auto started = clock_type::now();
     try {
       the_policy->balance();
     } catch (const std::exception& e) {
       detail::fatal(std::string("the load-balancing policy's balance() threw ") +
                     detail::type_name_of(typeid(e)) + ": " + e.what());
     }
-    last.store(clock_type::now().time_since_epoch().count(), std::memory_order_relaxed);
+    const auto finished = clock_type::now();
+    balance_ns.fetch_add(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(finished - started).count(),
+        std::memory_order_relaxed);
+    balance_calls.fetch_add(1, std::memory_order_relaxed);
+    last.store(finished.time_since_epoch().count(), std::memory_order_relaxed);
     balancing.store(false, std::memory_order_release);
   }
 
@@ -126,6 +132,9 @@ struct node_balancer {
   std::atomic<bool> enabled{true};
   std::atomic<bool> balancing{false};
   std::atomic<clock_type::rep> last{0};
+  std::atomic<std::int64_t> balance_ns{0};
+  std::atomic<std::uint64_t> balance_calls{0};
+  std::atomic<std::uint64_t> objects_moved{0};
 };
 
 const bool extension_registered = detail::register_node_extension(
@@ -185,7 +194,21 @@ double local_load() {
 }
 
 bool move_object(const object_id& id, node_id dest) {
-  return detail::migrate_resident(detail::require_node("roam::lb::move_object"), id, dest);
+  auto& n = detail::require_node("roam::lb::move_object");
+  const bool moved = detail::migrate_resident(n, id, dest);
+  if (moved)
+    static_cast<node_balancer*>(detail::extension_state(n, detail::extension_load_balancer))
+        ->objects_moved.fetch_add(1, std::memory_order_relaxed);
+  return moved;
+}
+
+statistics local_statistics() {
+  auto& b = balancer_of_caller("roam::lb::local_statistics");
+  statistics s;
+  s.balance_seconds = static_cast<double>(b.balance_ns.load()) * 1e-9;
+  s.balance_calls = b.balance_calls.load();
+  s.objects_moved = b.objects_moved.load();
+  return s;
 }
 
 void enable_dist_balancing(bool on) {

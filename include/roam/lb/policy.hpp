@@ -118,6 +118,13 @@ double local_load();
 /// Moves a resident object to `dest` ahead of its waiting messages, which go with it (at
 /// once, or when its running handlers finish). False if it is not resident here.
 bool move_object(const object_id& id, node_id dest);
+/// What the calling node's balancer has done so far in this run.
+struct statistics {
+  double balance_seconds = 0;       ///< time spent in balance()
+  std::uint64_t balance_calls = 0;  ///< calls of balance()
+  std::uint64_t objects_moved = 0;  ///< successful move_object() calls
+};
+statistics local_statistics();
 /// Turns distributed balancing (balance()) on or off on the calling node; on by default.
 void enable_dist_balancing(bool on);
 /// The settings the job runs with (the lb_* fields parameterize the built-in policies).
