@@ -39,7 +39,7 @@ using clock_type = std::chrono::steady_clock;
 
 struct settings {
   std::uint32_t nodes = 4, workers = 4, objects_per_worker = 10, iterations = 5;
-  double heavy_fraction = 0.2, heavy_factor = 2.5, unit_ms = 10;
+  double heavy_fraction = 0.2, heavy_factor = 2.5, unit_ms = 10, threshold = 0;
   bool sleep = true;
   std::string mode = "oneshot", out = "build/lb_synthetic";
   std::vector<std::string> policies = {"none", "diffusion", "master_worker", "greedy_refine"};
@@ -154,7 +154,9 @@ result run_policy(const settings& s, const std::string& policy, bool mpi, int ar
   cfg.lend_app_thread = false;  // exactly `workers` threads run units on every node
   cfg.comm_thread = mpi;        // balancing requests reach nodes whose workers are all busy
   cfg.lb = policy;
-  cfg.lb_threshold = s.workers;  // a node with less than one unit per worker asks for work
+  // A node below this asks for work (default: two units per worker, so that it asks
+  // before its workers run dry).
+  cfg.lb_threshold = s.threshold > 0 ? s.threshold : 2.0 * s.workers;
   cfg.lb_period_us = policy == "greedy_refine" ? 5000 : 500;
   cfg.lb_tolerance = 0.05;
   unit_ms = s.unit_ms;
@@ -274,6 +276,7 @@ int main(int argc, char** argv) {
   s.heavy_fraction = real_option(argc, argv, "--heavy-fraction", 0.2);
   s.heavy_factor = real_option(argc, argv, "--heavy-factor", 2.5);
   s.unit_ms = real_option(argc, argv, "--unit-ms", 10);
+  s.threshold = real_option(argc, argv, "--threshold", 0);
   s.sleep = text_option(argc, argv, "--work", "sleep") != "spin";
   s.mode = text_option(argc, argv, "--mode", "oneshot");
   s.out = text_option(argc, argv, "--out", "build/lb_synthetic");

@@ -267,13 +267,20 @@ void scheduler::worker_main(unsigned index) {
   // costs a poll per interval, not a spin.
   bool searching = false;
   bool glance = false;
+  bool woken = false;  // back from parking, not yet through a search
   unsigned rounds = 0;
   unsigned ran = 0;
   auto since = std::chrono::steady_clock::now();
   while (!stopping_.load(std::memory_order_relaxed)) {
     if (work_item* w = find_work(self)) {
-      if (searching) end_spin();
-      searching = glance = false;
+      if (searching) {
+        end_spin();
+      } else if (woken && sleepers_.load(std::memory_order_relaxed) > 0 && has_queued_work()) {
+        // Woken for work and more is queued: pass the wake-up on, or the others stay
+        // parked while the handlers taken so far run long (or block).
+        wake_one_worker();
+      }
+      searching = glance = woken = false;
       rounds = 0;
       run_item(w);
       if (hooks_.tick && (++ran & 255) == 0) hooks_.tick(hooks_.context, false);
@@ -287,12 +294,14 @@ void scheduler::worker_main(unsigned index) {
     }
     if (glance) {
       glance = !park_worker();
+      woken = !glance;
       continue;
     }
     if (!searching) {
       int none = 0;
       if (!searching_.compare_exchange_strong(none, 1, std::memory_order_seq_cst)) {
         glance = !park_worker();
+        woken = !glance;
         continue;
       }
       searching = true;
@@ -303,6 +312,7 @@ void scheduler::worker_main(unsigned index) {
       end_spin();
       searching = false;
       glance = !park_worker();
+      woken = !glance;
       continue;
     }
     back_off(rounds++);
