@@ -14,27 +14,13 @@
 namespace {
 
 double handlers_per_second(unsigned workers, long handlers) {
-  roam::config cfg;
-  cfg.transport = roam::transport_kind::inproc;
-  cfg.nodes = 1;
-  cfg.threads = workers;
-  cfg.lend_app_thread = false;  // only the workers run handlers
-  double rate = 0;
-  roam::run(cfg, [&] {
-    for (int round = 0; round < 2; ++round) {  // the first round warms pools and caches
-      auto start = std::chrono::steady_clock::now();
-      for (unsigned w = 0; w < workers; ++w)
-        roam::send(0, roam_bench::send_empty_handlers, handlers / workers);
-      roam::wait_quiescence();
-      const double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const long per_worker = handlers / static_cast<long>(workers);  // whole batches only
-      rate = static_cast<double>(per_worker * static_cast<long>(workers) +
-                                 static_cast<long>(workers)) /
-             seconds;
-    }
-  });
-  return rate;
+  const long per_worker = handlers / static_cast<long>(workers);  // whole batches only
+  const double seconds = roam_bench::seconds_to_quiescence(
+      workers, [] {},
+      [&](unsigned) { roam::send(0, roam_bench::send_empty_handlers, per_worker); });
+  // The seed handlers (one per worker) run too.
+  return static_cast<double>(per_worker * static_cast<long>(workers) + static_cast<long>(workers)) /
+         seconds;
 }
 
 }  // namespace

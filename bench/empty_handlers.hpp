@@ -4,6 +4,7 @@
 #include <roam/roam.hpp>
 
 #include <algorithm>
+#include <chrono>
 
 namespace roam_bench {
 
@@ -17,6 +18,29 @@ inline void send_empty_handlers(long remaining) {
   for (long i = 0; i < std::min(batch, remaining); ++i)
     roam::send(roam::this_node(), empty_handler);
   if (remaining > batch) roam::send(roam::this_node(), send_empty_handlers, remaining - batch);
+}
+
+/// Seconds one node (inproc, `workers` workers; the application thread only waits) takes
+/// to run what `start(worker)` queues for each worker, until quiescence: the second of two
+/// rounds (the first warms pools and caches). `setup()` runs once, inside the run, first.
+template <class Setup, class Start>
+double seconds_to_quiescence(unsigned workers, Setup setup, Start start) {
+  roam::config cfg;
+  cfg.transport = roam::transport_kind::inproc;
+  cfg.nodes = 1;
+  cfg.threads = workers;
+  cfg.lend_app_thread = false;  // only the workers run handlers
+  double seconds = 0;
+  roam::run(cfg, [&] {
+    setup();
+    for (int round = 0; round < 2; ++round) {
+      const auto begin = std::chrono::steady_clock::now();
+      for (unsigned w = 0; w < workers; ++w) start(w);
+      roam::wait_quiescence();
+      seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    }
+  });
+  return seconds;
 }
 
 }  // namespace roam_bench

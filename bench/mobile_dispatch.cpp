@@ -42,34 +42,22 @@ void send_to_objects(unsigned set, long remaining) {
 enum class kind { exclusive, shared, node };
 
 double handlers_per_second(unsigned workers, long handlers, kind k) {
-  roam::config cfg;
-  cfg.transport = roam::transport_kind::inproc;
-  cfg.nodes = 1;
-  cfg.threads = workers;
-  cfg.lend_app_thread = false;  // only the workers run handlers
-  double rate = 0;
-  roam::run(cfg, [&] {
+  const long per_worker = handlers / static_cast<long>(workers);
+  auto setup = [&] {
     object_sets.assign(workers, {});
     for (auto& set : object_sets)
       for (std::size_t i = 0; i < objects_per_worker; ++i) set.push_back(roam::make_mobile<cell>());
-    for (int round = 0; round < 2; ++round) {  // the first round warms pools and caches
-      auto start = std::chrono::steady_clock::now();
-      for (unsigned w = 0; w < workers; ++w) {
-        if (k == kind::node)
-          roam::send(0, roam_bench::send_empty_handlers, handlers / workers);
-        else if (k == kind::shared)
-          roam::send(0, send_to_objects<true>, w, handlers / workers);
-        else
-          roam::send(0, send_to_objects<false>, w, handlers / workers);
-      }
-      roam::wait_quiescence();
-      const double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const long sent = handlers / static_cast<long>(workers) * static_cast<long>(workers);
-      rate = static_cast<double>(sent) / seconds;
-    }
-  });
-  return rate;
+  };
+  auto start = [&](unsigned w) {
+    if (k == kind::node)
+      roam::send(0, roam_bench::send_empty_handlers, per_worker);
+    else if (k == kind::shared)
+      roam::send(0, send_to_objects<true>, w, per_worker);
+    else
+      roam::send(0, send_to_objects<false>, w, per_worker);
+  };
+  return static_cast<double>(per_worker * static_cast<long>(workers)) /
+         roam_bench::seconds_to_quiescence(workers, setup, start);
 }
 
 }  // namespace
