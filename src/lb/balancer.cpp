@@ -179,12 +179,7 @@ std::vector<std::string> policy_names() {
 policy& this_policy() { return *balancer_of_caller("roam::lb::this_policy").the_policy; }
 
 std::vector<object_info> local_objects() {
-  auto& n = detail::require_node("roam::lb::local_objects");
-  std::vector<object_info> out;
-  for (const auto& l : detail::resident_objects(n))
-    out.push_back(
-        object_info{l.id, l.pending_cost, l.pending_count, l.running, l.mean_run_us, l.hint});
-  return out;
+  return detail::resident_objects(detail::require_node("roam::lb::local_objects"));
 }
 
 double local_load() {

@@ -209,10 +209,7 @@ void release_access(node_runtime& n, object_entry& e, std::uint8_t mode, bool co
 }
 
 double read_object_cost(const message& m) noexcept {
-  if (m.header.payload_size < sizeof(object_message_header)) return 0;
-  object_message_header oh;
-  std::memcpy(&oh, m.payload(), sizeof oh);
-  return oh.cost;
+  return read_object_header(m).cost;  // an admitted message: its header was checked
 }
 
 std::vector<object_load> resident_objects(node_runtime& n) {

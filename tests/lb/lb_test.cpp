@@ -41,7 +41,8 @@ struct outcome {
 };
 
 /// `loaded` creates `count` units and gives each one piece of work; returns where they ran.
-outcome run_imbalanced(const std::string& policy, roam::node_id loaded, int count, int ms) {
+outcome run_imbalanced(const std::string& policy, roam::node_id loaded, int count, int ms,
+                       bool balancing = true) {
   roam::config cfg = roam::config::from_environment();
   cfg.lb = policy;
   cfg.threads = 2;
@@ -53,6 +54,8 @@ outcome run_imbalanced(const std::string& policy, roam::node_id loaded, int coun
   outcome result;
   EXPECT_EQ(roam::run(cfg,
                       [&] {
+                        if (!balancing) roam::lb::enable_dist_balancing(false);
+                        roam::barrier();
                         std::vector<roam::mobile_ptr<unit>> units;
                         if (roam::this_node() == loaded % roam::num_nodes())
                           for (int i = 0; i < count; ++i) {
@@ -96,6 +99,13 @@ TEST(LoadBalancing, NoneKeepsWorkWhereItIs) {
 }
 
 TEST(LoadBalancing, DiffusionSpreadsWork) { expect_spread("diffusion", 0); }
+
+TEST(LoadBalancing, DisabledBalancingKeepsWorkWhereItIs) {
+  outcome o = run_imbalanced("diffusion", 0, 8, 5, false);
+  if (o.units == 0) return;  // another rank
+  EXPECT_EQ(o.ran_once, 8);
+  EXPECT_EQ(o.nodes, std::set<roam::node_id>{0});
+}
 TEST(LoadBalancing, MasterWorkerSpreadsWork) { expect_spread("master_worker", 0); }
 TEST(LoadBalancing, GreedyRefineSpreadsWork) { expect_spread("greedy_refine", 1); }
 
@@ -118,6 +128,8 @@ class stack_policy final : public roam::lb::policy {
     stack_.pop_back();
     return r;
   }
+  void notify(const roam::lb::object_id&) override { notified.fetch_add(1); }
+  bool wants_run_times() const override { return true; }
   void balance() override {
     if (roam::num_nodes() < 2 || roam::lb::local_load() > 0) return;
     roam::lb::send_control((roam::this_node() + 1) % roam::num_nodes(), &stack_policy::give,
@@ -128,6 +140,7 @@ class stack_policy final : public roam::lb::policy {
       if (o.waiting() > 0 && roam::lb::move_object(o.id, to)) return;
   }
   static inline std::atomic<long> pushed{0};
+  static inline std::atomic<long> notified{0};
 
  private:
   std::mutex lock_;
@@ -142,11 +155,42 @@ TEST(LoadBalancing, CustomPolicyRunsEveryHandlerOnce) {
           "diffusion", [](const roam::config&) { return std::make_unique<stack_policy>(); }),
       roam::usage_error);
   stack_policy::pushed = 0;
+  stack_policy::notified = 0;
   const int count = 16;
   outcome o = run_imbalanced("test_stack", 0, count, 10);
   if (o.units == 0) return;
   EXPECT_EQ(o.ran_once, count);
   EXPECT_GT(stack_policy::pushed.load(), 0);
+  EXPECT_GT(stack_policy::notified.load(), 0);
+}
+
+TEST(LoadBalancing, RunTimesAreMeasuredWhenThePolicyAsks) {
+  roam::lb::register_policy("test_timed", [](const roam::config&) {
+    return std::make_unique<stack_policy>();  // wants_run_times()
+  });
+  roam::config cfg = roam::config::from_environment();
+  cfg.lb = "test_timed";
+  EXPECT_EQ(roam::run(cfg,
+                      [] {
+                        roam::lb::enable_dist_balancing(false);  // the object stays on node 0
+                        roam::barrier();
+                        if (roam::this_node() == 0) {
+                          auto p = roam::make_mobile<unit>();
+                          p.call<&unit::work>(10).get();
+                          // The reply leaves before the handler's accounting: wait for it.
+                          auto objects = roam::lb::local_objects();
+                          const auto deadline = std::chrono::steady_clock::now() + 10s;
+                          while (objects.size() == 1 && objects[0].mean_run_us == 0 &&
+                                 std::chrono::steady_clock::now() < deadline) {
+                            std::this_thread::sleep_for(1ms);
+                            objects = roam::lb::local_objects();
+                          }
+                          ASSERT_EQ(objects.size(), 1u);
+                          EXPECT_GE(objects[0].mean_run_us, 5000.0);
+                        }
+                        roam::barrier();
+                      }),
+            0);
 }
 
 TEST(LoadBalancing, UnknownPolicyIsRejected) {

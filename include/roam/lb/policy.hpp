@@ -39,22 +39,9 @@ namespace roam::lb {
 
 using object_id = detail::object_id;
 
-/// What a node knows of the load of one of its objects.
-struct object_info {
-  object_id id;
-  double pending_cost = 0;          ///< costs of its messages that arrived and did not finish
-  std::uint32_t pending_count = 0;  ///< those messages (running ones included)
-  std::uint32_t running = 0;        ///< of which running now
-  /// Messages that have not started: what moving the object would move.
-  std::uint32_t waiting() const noexcept {
-    return pending_count > running ? pending_count - running : 0;
-  }
-  double mean_run_us = 0;  ///< moving average of its handlers' run times (if measured)
-  double hint = -1;        ///< the object's own `double load() const`, or negative
-  /// The load the built-in policies use: the object's own estimate if it has one, else the
-  /// pending cost.
-  double load() const noexcept { return hint >= 0 ? hint : pending_cost; }
-};
+/// What a node knows of the load of one of its objects (fields: id, pending_cost,
+/// pending_count, running, mean_run_us, hint; waiting(), load()).
+using object_info = detail::object_load;
 
 /// A handler ready to run (in order, access granted). Move-only; run it by returning it
 /// from pop().

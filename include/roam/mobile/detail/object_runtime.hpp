@@ -164,11 +164,19 @@ void set_object_hooks(node_runtime& n, object_hooks* hooks) noexcept;
 /// The load of one object resident on a node.
 struct object_load {
   object_id id;
-  double pending_cost = 0;          ///< sum of the costs of its pending messages
-  std::uint32_t pending_count = 0;  ///< messages arrived and not finished (incl. running)
-  std::uint32_t running = 0;        ///< handlers running on it now
-  double mean_run_us = 0;           ///< moving average of handler run times (if measured)
-  double hint = -1;                 ///< the object's own load(), or negative
+  double pending_cost = 0;          ///< costs of its messages that arrived and did not finish
+  std::uint32_t pending_count = 0;  ///< those messages (running ones included)
+  std::uint32_t running = 0;        ///< of which running now
+  double mean_run_us = 0;           ///< moving average of its handlers' run times (if measured)
+  double hint = -1;                 ///< the object's own `double load() const`, or negative
+
+  /// Messages that have not started: what moving the object would move.
+  std::uint32_t waiting() const noexcept {
+    return pending_count > running ? pending_count - running : 0;
+  }
+  /// The load the built-in policies use: the object's own estimate if it has one, else the
+  /// pending cost.
+  double load() const noexcept { return hint >= 0 ? hint : pending_cost; }
 };
 /// The cost carried by an object message.
 double read_object_cost(const message& m) noexcept;
