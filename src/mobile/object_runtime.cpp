@@ -514,7 +514,11 @@ void deliver_object_message(node_runtime& n, message_ptr& m, object_run_function
 
 bool admit_object_message(node_runtime& n, message_ptr& m) {
   object_message_header oh = checked_header(n, *m);
-  if (oh.stage != stage_new) return false;  // coming back to run: queue it
+  // Messages coming back to run (run_later) skip admission: a fresh one claiming a later
+  // stage would skip the order and access gates.
+  if (oh.stage != stage_new)
+    throw deserialization_error("a message to " + describe_object(oh.target) +
+                                " arrived marked as already admitted");
   object_entry& e = directory_of(n).find_or_insert(oh.target);
   switch (pass_gates(n, e, m, oh, false)) {
     case gate_result::queued:

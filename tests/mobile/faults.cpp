@@ -4,8 +4,10 @@
 #include <roam/roam.hpp>
 
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -45,6 +47,19 @@ int main(int argc, char** argv) {
       auto id = a.id();
       id.type = l.id().type;
       roam::mobile_ptr<ledger>::from_id(id).send<&ledger::add>();
+    } else if (mode == "forged-stage") {
+      // Bytes claiming to have passed the order and access gates already.
+      using kind = roam::detail::method_kind<&account::deposit, roam::access::exclusive, account>;
+      auto m = roam::detail::build_object_message<kind>(a.id(), 0, nullptr, 1L);
+      roam::detail::object_message_header oh;
+      std::memcpy(&oh, m->payload(), sizeof oh);
+      oh.version = 1;
+      oh.stage = 2;
+      std::memcpy(m->payload(), &oh, sizeof oh);
+      m->header.dest = roam::num_nodes() - 1;  // where the account lives
+      roam::detail::seal(m->header);
+      std::vector<std::byte> bytes(m->wire_data(), m->wire_data() + m->wire_size());
+      roam::detail::send_raw_for_testing(roam::num_nodes() - 1, std::move(bytes));
     } else if (mode != "none") {
       std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
       std::exit(2);
