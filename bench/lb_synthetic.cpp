@@ -157,7 +157,7 @@ result run_policy(const settings& s, const std::string& policy, bool mpi, int ar
   // A node below this asks for work (default: two units per worker, so that it asks
   // before its workers run dry).
   cfg.lb_threshold = s.threshold > 0 ? s.threshold : 2.0 * s.workers;
-  cfg.lb_period_us = policy == "greedy_refine" ? 5000 : 500;
+  if (policy == "greedy_refine") cfg.lb_period_us = 5000;  // a global round costs more
   cfg.lb_tolerance = 0.05;
   unit_ms = s.unit_ms;
   sleep_work = s.sleep;

@@ -134,6 +134,26 @@ void node_runtime::destroy_extensions() noexcept {
 
 node_runtime::~node_runtime() { destroy_extensions(); }
 
+void node_runtime::start_extensions() {
+  for (unsigned slot = 0; slot < extension_slots; ++slot)
+    if (auto start = extension_factories()[slot].start; start && extensions[slot])
+      start(extensions[slot]);
+}
+
+void node_runtime::stop_extensions() noexcept {
+  for (unsigned slot = extension_slots; slot-- > 0;)
+    if (auto stop = extension_factories()[slot].stop; stop && extensions[slot])
+      stop(extensions[slot]);
+}
+
+std::thread start_service_thread(node_runtime& n, std::function<void()> body) {
+  return std::thread([&n, body = std::move(body)] {
+    bind_thread_to_node(&n);
+    body();
+    bind_thread_to_node(nullptr);
+  });
+}
+
 bool register_node_extension(node_extension_slot slot, node_extension e) noexcept {
   extension_factories()[slot] = e;
   return true;
@@ -377,8 +397,10 @@ void wait(waitable& w) {
   w.waiting_node_.store(n);
   scheduler& s = n->sched();
   const int self = current_worker();
-  // Workers always run work while waiting; application threads unless told not to.
-  const bool run_work = self >= 0 || n->process().settings().lend_app_thread;
+  // Workers always run work while waiting; application threads unless told not to;
+  // service threads never.
+  const bool run_work =
+      self >= 0 || (is_application_thread() && n->process().settings().lend_app_thread);
   unsigned rounds = 0;
   auto since = std::chrono::steady_clock::now();
   // A waiter that runs work counts as the node's spinner (workers then park); one that

@@ -38,6 +38,10 @@ class node_runtime {
   /// Runs the handler of a message (work_item::execute of messages).
   static void execute(work_item* w);
 
+  /// Calls the extensions' start (process start) and stop (process shutdown) functions.
+  void start_extensions();
+  void stop_extensions() noexcept;
+
  private:
   void destroy_extensions() noexcept;
   /// Offers an arriving message to its handler's admit function (true: it took it).

@@ -103,9 +103,12 @@ void process_runtime::start() {
   if (transport_->needs_progress() && config_.comm_thread)
     comm_thread_ = std::thread([this] { comm_thread_main(); });
   for (auto& n : nodes_) n->sched().start();
+  for (auto& n : nodes_) n->start_extensions();
 }
 
 void process_runtime::stop() {
+  // Extensions' threads first: they may still send to any node of the process.
+  for (auto& n : nodes_) n->stop_extensions();
   for (auto& n : nodes_) n->sched().stop();
   if (comm_thread_.joinable()) {
     comm_stop_.store(true);

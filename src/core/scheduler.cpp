@@ -37,6 +37,7 @@ struct topology {
 
 [[gnu::noinline]] int current_worker() noexcept { return tl_worker; }
 void mark_application_thread(bool yes) noexcept { tl_is_application_thread = yes; }
+bool is_application_thread() noexcept { return tl_is_application_thread; }
 
 scheduler::scheduler(node_runtime& node, options opt, std::function<bool()> progress)
     : node_(node), opt_(opt), progress_(std::move(progress)) {
@@ -104,8 +105,6 @@ work_item* scheduler::find_work(int self) noexcept {
     fire_due_timers();  // sleepers are not starved by a stream of work either
     if (work_item* w = yielded_.queue.pop()) return w;
   }
-  if (hooks_.take)
-    if (work_item* w = hooks_.take(hooks_.context, self)) return w;
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (work_stealing_deque* d = own_deque())
       if (work_item* w = d->pop()) return w;  // newest own tasklet first (work-first)
@@ -122,6 +121,10 @@ work_item* scheduler::find_work(int self) noexcept {
       }
     }
     if (work_item* w = steal_tasklet()) return w;
+    // A scheduling policy's handlers come after the node's own work: that is runtime
+    // protocol (objects arriving, replies, resumed tasks) which they may be waiting for.
+    if (hooks_.take)
+      if (work_item* w = hooks_.take(hooks_.context, self)) return w;
     if (work_item* w = yielded_.queue.pop()) return w;
     if (!fire_due_timers()) break;  // timers queued work: look again
   }

@@ -137,6 +137,8 @@ void back_off(unsigned rounds) noexcept;
 
 /// Marks the calling thread as its node's application thread (it gets a tasklet deque).
 void mark_application_thread(bool yes) noexcept;
+/// Whether the calling thread is its node's application thread.
+bool is_application_thread() noexcept;
 
 /// The calling thread's worker index on its node, or -1 when it is not a worker.
 int current_worker() noexcept;

@@ -1,6 +1,6 @@
-// The load balancer of one node: runs its policy. It plugs into the node's workers (ticks,
-// idle wake-ups, a work source for policies that schedule handlers) and into the node's
-// object protocol (load notifications, granted handlers), and calls balance() as a task.
+// The load balancer of one node: runs its policy. It plugs into the node's workers (idle
+// notices, a work source for policies that schedule handlers) and into the node's object
+// protocol (load notifications, granted handlers), and calls balance() on its own thread.
 #include "builtin_policies.hpp"
 
 #include <roam/lb/policy.hpp>
@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
+#include <thread>
 
 namespace roam::lb {
 namespace {
@@ -36,14 +38,11 @@ policy_registry& registry() {
   return r;
 }
 
-/// One node's balancer.
+/// One node's balancer. balance() runs on the balancer's own thread, every period and soon
+/// after a worker runs out of work, so that a node whose workers all run long handlers
+/// still balances (a coordinator, a node that sheds work) and a policy may wait there
+/// without holding a worker. Passive policies (work stealing only) get no thread.
 struct node_balancer {
-  /// The balance() task: a work item that is part of the balancer, so nothing is left to
-  /// free when the node stops with it queued.
-  struct balance_task : detail::work_item {
-    node_balancer* owner = nullptr;
-  };
-
   explicit node_balancer(detail::node_runtime& node) : n(node) {
     const config& cfg = detail::settings_of(node);
     factory make;
@@ -63,10 +62,6 @@ struct node_balancer {
     if (!the_policy) throw config_error("roam: the factory of policy '" + cfg.lb + "' made none");
     passive = builtin::is_passive(*the_policy);
     period = std::chrono::microseconds(cfg.lb_period_us);
-    task.owner = this;
-    task.execute = [](detail::work_item* w) {
-      static_cast<balance_task*>(w)->owner->run_balance();
-    };
     if (passive) return;  // work stealing only: nothing to plug in
 
     object_hooks.context = this;
@@ -75,8 +70,9 @@ struct node_balancer {
       static_cast<node_balancer*>(self)->the_policy->notify(id);
     };
     scheduling.context = this;
-    scheduling.tick = [](void* self, bool idle) { static_cast<node_balancer*>(self)->tick(idle); };
-    scheduling.idle_wakeup = period;
+    scheduling.tick = [](void* self, bool idle) {
+      if (idle) static_cast<node_balancer*>(self)->running_low();
+    };
     if (the_policy->schedules_handlers()) {
       object_hooks.push = [](void* self, detail::message_ptr m, const object_id& id) {
         auto* b = static_cast<node_balancer*>(self);
@@ -94,15 +90,46 @@ struct node_balancer {
     detail::set_scheduling_hooks(n, scheduling);
   }
 
-  void tick(bool /*idle*/) {
-    if (!enabled.load(std::memory_order_relaxed)) return;
+  ~node_balancer() { stop(); }
+  node_balancer(const node_balancer&) = delete;
+  node_balancer& operator=(const node_balancer&) = delete;
+
+  void start() {
+    if (!passive) thread = detail::start_service_thread(n, [this] { thread_main(); });
+  }
+  void stop() noexcept {
+    {
+      std::lock_guard guard(lock);
+      stopping = true;
+    }
+    wake.notify_one();
+    if (thread.joinable()) thread.join();
+  }
+
+  /// A worker found no work: balance soon (at most every quarter period from here, since
+  /// idle workers call this in their search loop).
+  void running_low() {
     const auto now = clock_type::now().time_since_epoch().count();
-    if (now - last.load(std::memory_order_relaxed) <
-        std::chrono::duration_cast<clock_type::duration>(period).count())
-      return;
-    if (balancing.exchange(true, std::memory_order_acq_rel)) return;
+    const auto spacing = std::chrono::duration_cast<clock_type::duration>(period).count() / 4;
+    if (now - last.load(std::memory_order_relaxed) < spacing) return;
+    if (poked.exchange(true, std::memory_order_acq_rel)) return;
     last.store(now, std::memory_order_relaxed);
-    detail::queue_work(n, &task);
+    std::lock_guard guard(lock);
+    wake.notify_one();
+  }
+
+  void thread_main() {
+    std::unique_lock guard(lock);
+    auto next = clock_type::now() + period;
+    while (!stopping) {
+      wake.wait_until(guard, next, [&] { return stopping || poked.load(); });
+      if (stopping) break;
+      if (!poked.exchange(false) && clock_type::now() < next) continue;
+      guard.unlock();
+      if (enabled.load(std::memory_order_relaxed)) run_balance();
+      guard.lock();
+      next = clock_type::now() + period;
+    }
   }
 
   void run_balance() {
@@ -119,7 +146,6 @@ struct node_balancer {
         std::memory_order_relaxed);
     balance_calls.fetch_add(1, std::memory_order_relaxed);
     last.store(finished.time_since_epoch().count(), std::memory_order_relaxed);
-    balancing.store(false, std::memory_order_release);
   }
 
   detail::node_runtime& n;
@@ -128,9 +154,12 @@ struct node_balancer {
   std::chrono::microseconds period{1000};
   roam::detail::object_hooks object_hooks;
   detail::scheduling_hooks scheduling;
-  balance_task task;
+  std::thread thread;
+  std::mutex lock;
+  std::condition_variable wake;
+  bool stopping = false;  // guarded by lock
+  std::atomic<bool> poked{false};
   std::atomic<bool> enabled{true};
-  std::atomic<bool> balancing{false};
   std::atomic<clock_type::rep> last{0};
   std::atomic<std::int64_t> balance_ns{0};
   std::atomic<std::uint64_t> balance_calls{0};
@@ -140,7 +169,9 @@ struct node_balancer {
 const bool extension_registered = detail::register_node_extension(
     detail::extension_load_balancer,
     {[](detail::node_runtime& n) -> void* { return new node_balancer(n); },
-     [](void* state) noexcept { delete static_cast<node_balancer*>(state); }});
+     [](void* state) noexcept { delete static_cast<node_balancer*>(state); },
+     [](void* state) { static_cast<node_balancer*>(state)->start(); },
+     [](void* state) noexcept { static_cast<node_balancer*>(state)->stop(); }});
 
 node_balancer& balancer_of_caller(const char* caller) {
   (void)extension_registered;
@@ -195,6 +226,11 @@ bool move_object(const object_id& id, node_id dest) {
     static_cast<node_balancer*>(detail::extension_state(n, detail::extension_load_balancer))
         ->objects_moved.fetch_add(1, std::memory_order_relaxed);
   return moved;
+}
+
+void return_handler(runnable handler) {
+  if (!handler) return;
+  detail::give_back_granted(detail::require_node("roam::lb::return_handler"), handler.release());
 }
 
 statistics local_statistics() {

@@ -1,5 +1,5 @@
 // The built-in policies. Their protocols are event driven (a request, a reply, a move):
-// balance() never waits, so a policy never holds a suspended task when the job stops.
+// balance() never waits, so the job's end never waits for a policy.
 // Written after the thesis' Fig. 5 (master-worker) and Fig. 6 (diffusion) and Charm++'s
 // GreedyRefine idea (move few objects, from the most to the least loaded nodes).
 #include "builtin_policies.hpp"
@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <mutex>
 #include <random>
 
@@ -22,33 +23,109 @@ double movable_load(const object_info& o) {
   return o.pending_cost * o.waiting() / std::max<std::uint32_t>(1, o.pending_count);
 }
 
-/// Gives `to` (whose load is `their_load`) objects with work that has not started, the
-/// largest first, until about half the difference has moved or this node would drop
-/// below `keep`. Returns how many objects it moved.
-int give_share(node_id to, double their_load, double keep) {
-  auto objects = local_objects();
-  double mine = 0;
-  for (const auto& o : objects) mine += o.load();
-  const double share = (mine - their_load) / 2;
-  if (share <= 0 || mine <= keep) return 0;
-  std::sort(objects.begin(), objects.end(), [](const object_info& a, const object_info& b) {
-    return movable_load(a) > movable_load(b);
-  });
-  double moved = 0;
-  int count = 0;
-  for (const auto& o : objects) {
-    const double load = movable_load(o);
-    if (load <= 0) break;
-    if (moved > 0 && moved + load > share) continue;  // would overshoot: try a smaller one
-    if (mine - moved - load < keep && moved > 0) continue;
-    if (move_object(o.id, to)) {
-      moved += load;
-      ++count;
-    }
-    if (moved >= share) break;
+/// The base of the built-in distributing policies.
+///
+/// Inside a node it runs the largest handler first (by its sender's cost: LPT list
+/// scheduling, whose makespan is within 4/3 of the optimum; first come first served among
+/// equal costs). A node's handlers wait in one heap that all its workers take from, which
+/// costs a lock per handler: these policies are meant for coarse handlers, where the
+/// order matters more than that.
+///
+/// Between nodes it gives work away by halving load differences (give_share).
+class distributing_policy : public policy {
+ public:
+  bool schedules_handlers() const override { return true; }
+
+  void push(int /*worker*/, runnable handler) override {
+    const double cost = handler.cost();
+    std::lock_guard guard(queue_lock_);
+    queue_.push_back({cost, next_++, std::move(handler)});
+    std::push_heap(queue_.begin(), queue_.end(), after);
   }
-  return count;
-}
+
+  runnable pop(int /*worker*/) override {
+    std::lock_guard guard(queue_lock_);
+    if (queue_.empty()) return {};
+    std::pop_heap(queue_.begin(), queue_.end(), after);
+    runnable r = std::move(queue_.back().handler);
+    queue_.pop_back();
+    return r;
+  }
+
+ protected:
+  /// Moves `id` to `to`, handing over the handlers of it that wait here.
+  bool move(const object_id& id, node_id to) {
+    if (!move_object(id, to)) return false;
+    std::vector<runnable> leaving;
+    {
+      std::lock_guard guard(queue_lock_);
+      auto keep = std::partition(queue_.begin(), queue_.end(),
+                                 [&](const queued& q) { return !(q.handler.object() == id); });
+      for (auto it = keep; it != queue_.end(); ++it) leaving.push_back(std::move(it->handler));
+      if (keep != queue_.end()) {
+        queue_.erase(keep, queue_.end());
+        std::make_heap(queue_.begin(), queue_.end(), after);
+      }
+    }
+    for (auto& r : leaving) return_handler(std::move(r));
+    return true;
+  }
+
+  /// Gives `to` (whose load is `their_load`) objects with work that has not started, the
+  /// largest first, until about half the difference has moved without overshooting; if no
+  /// object fits, the one that narrows the difference most. Serialized per node (one
+  /// partner at a time), so each share is computed from this node's current load.
+  /// Returns how many objects moved.
+  int give_share(node_id to, double their_load) {
+    std::lock_guard serving(give_lock_);
+    auto objects = local_objects();
+    double mine = 0;
+    for (const auto& o : objects) mine += o.load();
+    const double difference = mine - their_load;
+    if (difference <= 0) return 0;
+    std::sort(objects.begin(), objects.end(), [](const object_info& a, const object_info& b) {
+      return movable_load(a) > movable_load(b);
+    });
+    double left = difference / 2;
+    int count = 0;
+    for (const auto& o : objects) {
+      const double load = movable_load(o);
+      if (load <= 0) break;
+      if (load > left) continue;
+      if (move(o.id, to)) {
+        left -= load;
+        ++count;
+      }
+    }
+    if (count > 0) return count;
+    // Every object is larger than half the difference: move the one whose move leaves the
+    // smallest difference, if it narrows it at all (|difference - 2 load| < difference).
+    const object_info* best = nullptr;
+    for (const auto& o : objects) {
+      const double load = movable_load(o);
+      if (load <= 0 || load >= difference) continue;
+      if (!best || std::abs(difference - 2 * load) < std::abs(difference - 2 * movable_load(*best)))
+        best = &o;
+    }
+    return best && move(best->id, to) ? 1 : 0;
+  }
+
+ private:
+  struct queued {
+    double cost;
+    std::uint64_t order;
+    runnable handler;
+  };
+  /// Heap order: the largest cost on top, then the earliest.
+  static bool after(const queued& a, const queued& b) {
+    return a.cost != b.cost ? a.cost < b.cost : a.order > b.order;
+  }
+
+  std::mutex queue_lock_;
+  std::vector<queued> queue_;
+  std::uint64_t next_ = 0;
+  std::mutex give_lock_;
+};
 
 /// Seeds for the policies' random choices: distinct per node, the same from run to run.
 unsigned next_seed() {
@@ -62,18 +139,33 @@ class passive final : public policy {};
 
 // ---- diffusion -------------------------------------------------------------------------------
 
-class diffusion final : public policy {
+/// Each period a node asks its neighbours for their loads and, if the most loaded one has
+/// more, asks it for work: when its own load is below the threshold (PREMA's rule: it is
+/// running dry), or when the difference exceeds the tolerance (so that work spreads early,
+/// while it can still be ordered well). The neighbour gives half the difference. One
+/// partner at a time on each side; neighbours are redrawn at random when none has work.
+class diffusion final : public distributing_policy {
  public:
   explicit diffusion(const config& c)
-      : threshold_(c.lb_threshold), size_(c.lb_neighbors), rng_(next_seed()) {}
+      : threshold_(c.lb_threshold),
+        tolerance_(c.lb_tolerance),
+        size_(c.lb_neighbors),
+        rng_(next_seed()) {}
 
   void balance() override {
     const node_id nodes = roam::num_nodes(), me = roam::this_node();
-    if (nodes < 2 || local_load() >= threshold_) return;
+    if (nodes < 2) return;
     std::vector<node_id> ask;
     {
       std::lock_guard guard(lock_);
       if (asking_) return;  // one partner at a time
+      // After rounds that found nothing to do, skip rounds (up to 2^calm_ - 1 in a row)
+      // unless this node runs dry: a balanced machine costs little balancing.
+      if (skipped_ < (1u << calm_) - 1 && local_load() >= threshold_) {
+        ++skipped_;
+        return;
+      }
+      skipped_ = 0;
       asking_ = true;
       if (neighbors_.empty()) pick_neighbors(me, nodes);
       replies_.clear();
@@ -91,8 +183,7 @@ class diffusion final : public policy {
     this_policy_as<diffusion>().load_reply(from, load);
   }
   static void on_work_request(node_id from, double their_load) {
-    auto& self = this_policy_as<diffusion>();
-    const bool given = self.give(from, their_load);
+    const bool given = this_policy_as<diffusion>().give_share(from, their_load) > 0;
     send_control(from, &diffusion::on_work_reply, roam::this_node(), given);
   }
   static void on_work_reply(node_id from, bool given) {
@@ -100,41 +191,46 @@ class diffusion final : public policy {
   }
 
   void load_reply(node_id from, double load) {
-    node_id target = 0;
+    std::pair<node_id, double> best;
     {
       std::lock_guard guard(lock_);
       replies_.emplace_back(from, load);
       if (--awaiting_ > 0) return;
-      auto best = std::max_element(replies_.begin(), replies_.end(),
-                                   [](auto& a, auto& b) { return a.second < b.second; });
-      if (best->second <= threshold_) {
-        // Nobody around has work: look elsewhere next time.
-        pick_neighbors(roam::this_node(), roam::num_nodes());
-        asking_ = false;
-        return;
-      }
-      target = best->first;
+      best = *std::max_element(replies_.begin(), replies_.end(),
+                               [](auto& a, auto& b) { return a.second < b.second; });
     }
-    send_control(target, &diffusion::on_work_request, roam::this_node(), local_load());
-  }
-
-  bool give(node_id to, double their_load) {
+    const double mine = local_load();
+    const bool dry = mine < threshold_;
+    if (dry && best.second <= threshold_) {
+      // Nobody around has work: look elsewhere next time.
+      std::lock_guard guard(lock_);
+      pick_neighbors(roam::this_node(), roam::num_nodes());
+      calm_down();
+      asking_ = false;
+      return;
+    }
+    const double difference = best.second - mine;
+    if (difference <= 0 || (!dry && difference <= tolerance_ * best.second)) {
+      std::lock_guard guard(lock_);
+      calm_down();
+      asking_ = false;
+      return;
+    }
     {
       std::lock_guard guard(lock_);
-      if (serving_) return false;  // one partner at a time
-      serving_ = true;
+      calm_ = 0;
     }
-    const bool given = give_share(to, their_load, threshold_) > 0;
-    std::lock_guard guard(lock_);
-    serving_ = false;
-    return given;
+    send_control(best.first, &diffusion::on_work_request, roam::this_node(), mine);
   }
 
   void work_reply(node_id from, bool given) {
+    const bool dry = local_load() < threshold_;
     std::lock_guard guard(lock_);
     asking_ = false;
-    if (!given) replace_neighbor(from);
+    if (!given && dry) replace_neighbor(from);
   }
+
+  void calm_down() { calm_ = std::min(calm_ + 1, max_calm); }
 
   void pick_neighbors(node_id me, node_id nodes) {
     neighbors_.clear();
@@ -157,6 +253,7 @@ class diffusion final : public policy {
   }
 
   const double threshold_;
+  const double tolerance_;
   const std::size_t size_;
   std::mutex lock_;
   std::mt19937 rng_;
@@ -164,12 +261,17 @@ class diffusion final : public policy {
   std::vector<std::pair<node_id, double>> replies_;
   std::size_t awaiting_ = 0;
   bool asking_ = false;
-  bool serving_ = false;
+  static constexpr unsigned max_calm = 3;  // at most every 8th period when balanced
+  unsigned calm_ = 0;
+  unsigned skipped_ = 0;
 };
 
 // ---- master_worker ---------------------------------------------------------------------------
 
-class master_worker final : public policy {
+/// Workers whose load is below the threshold ask the master, which gives them a share of
+/// its work or says it has none (the worker asks again a period later: the master keeps no
+/// list, so it needs no thread of its own to serve requests).
+class master_worker final : public distributing_policy {
  public:
   explicit master_worker(const config& c) : master_(c.lb_master), threshold_(c.lb_threshold) {}
 
@@ -187,10 +289,8 @@ class master_worker final : public policy {
   }
 
  private:
-  // On the master: give the worker a share of the work, or say there is none (it asks again
-  // a period later: the master keeps no list, so it needs no thread of its own to serve it).
   static void on_request(node_id from, double their_load) {
-    const bool given = give_share(from, their_load, this_policy_as<master_worker>().threshold_) > 0;
+    const bool given = this_policy_as<master_worker>().give_share(from, their_load) > 0;
     send_control(from, &master_worker::on_answer, given);
   }
   static void on_answer(bool /*given*/) {
@@ -209,14 +309,18 @@ class master_worker final : public policy {
 
 struct object_report {
   object_id id;
-  double load = 0;
+  double load = 0;     ///< all of its pending work
+  double movable = 0;  ///< the part that moves with it (not started)
   template <class Ar>
   void serialize(Ar& ar) {
-    ar(id, load);
+    ar(id, load, movable);
   }
 };
 
-class greedy_refine final : public policy {
+/// Node 0 gathers every object's load each period and moves the fewest objects that bring
+/// every node within the tolerance of the average (Charm++'s GreedyRefine idea): for
+/// iterative applications, whose objects' loads persist (report them with load()).
+class greedy_refine final : public distributing_policy {
  public:
   explicit greedy_refine(const config& c) : tolerance_(c.lb_tolerance) {}
 
@@ -234,7 +338,8 @@ class greedy_refine final : public policy {
   }
 
   /// The moves that bring every node within `tolerance` of the average: repeatedly the
-  /// largest object of the most loaded node that fits into its gap to the least loaded.
+  /// largest movable object of the most loaded node that fits into its gap to the least
+  /// loaded one (work that has started stays where it is).
   static std::vector<std::pair<object_id, std::pair<node_id, node_id>>> plan(
       std::vector<std::vector<object_report>> objects, double tolerance) {
     const std::size_t nodes = objects.size();
@@ -244,7 +349,7 @@ class greedy_refine final : public policy {
       for (auto& o : objects[k]) load[k] += o.load;
       total += load[k];
       std::sort(objects[k].begin(), objects[k].end(),
-                [](auto& a, auto& b) { return a.load > b.load; });
+                [](auto& a, auto& b) { return a.movable > b.movable; });
     }
     const double limit = total / static_cast<double>(nodes) * (1 + tolerance);
     std::vector<std::pair<object_id, std::pair<node_id, node_id>>> moves;
@@ -257,13 +362,12 @@ class greedy_refine final : public policy {
       const double gap = load[heavy] - load[light];
       auto& candidates = objects[heavy];
       auto it = std::find_if(candidates.begin(), candidates.end(),
-                             [gap](auto& o) { return o.load > 0 && o.load < gap; });
+                             [gap](auto& o) { return o.movable > 0 && o.movable < gap; });
       if (it == candidates.end()) break;
-      load[heavy] -= it->load;
-      load[light] += it->load;
-      objects[light].push_back(*it);
+      load[heavy] -= it->movable;
+      load[light] += it->movable;
       moves.push_back({it->id, {static_cast<node_id>(heavy), static_cast<node_id>(light)}});
-      candidates.erase(it);
+      candidates.erase(it);  // moved once per round
     }
     return moves;
   }
@@ -272,13 +376,15 @@ class greedy_refine final : public policy {
   static void on_report_request() {
     std::vector<object_report> loads;
     for (const auto& o : local_objects())
-      if (o.load() > 0) loads.push_back({o.id, o.load()});
+      if (o.load() > 0) loads.push_back({o.id, o.load(), movable_load(o)});
     send_control(0, &greedy_refine::on_report, roam::this_node(), loads);
   }
   static void on_report(node_id from, std::vector<object_report> loads) {
     this_policy_as<greedy_refine>().report(from, std::move(loads));
   }
-  static void on_move(object_id id, node_id dest) { (void)move_object(id, dest); }
+  static void on_move(object_id id, node_id dest) {
+    (void)this_policy_as<greedy_refine>().move(id, dest);
+  }
 
   void report(node_id from, std::vector<object_report> loads) {
     std::vector<std::vector<object_report>> all;

@@ -512,6 +512,16 @@ void deliver_object_message(node_runtime& n, message_ptr& m, object_run_function
   if (pass_gates(n, e, m, oh, true) == gate_result::run_now) run_granted(n, e, m, oh, run);
 }
 
+void give_back_granted(node_runtime& n, message_ptr m) noexcept {
+  const object_message_header oh = read_object_header(*m);
+  object_entry* e = directory_of(n).find(oh.target);
+  if (e && e->state().revoke.load(std::memory_order_acquire) && revoked(n, *e, m, oh)) {
+    note_handled(n);  // this turn is over (as if it had run): it is queued again, counted
+    return;
+  }
+  run_later(n, std::move(m));  // its object is not leaving: it runs
+}
+
 bool admit_object_message(node_runtime& n, message_ptr& m) {
   object_message_header oh = checked_header(n, *m);
   // Messages coming back to run (run_later) skip admission: a fresh one claiming a later

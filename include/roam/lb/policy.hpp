@@ -2,9 +2,12 @@
 //
 // Each node runs one policy object (chosen with --roam-lb / ROAM_LB, or registered by the
 // application). The runtime calls
-// - balance(): distributed balancing, periodically while the node is idle and now and then
-//   while it is busy (every --roam-lb-period-us at most); one call at a time per node; it
-//   runs as a task on a worker (it may send messages, move objects, and wait);
+// - balance(): distributed balancing, every --roam-lb-period-us and soon after a worker of
+//   the node runs out of work; one call at a time per node, on the node's balancing thread
+//   (not a worker: it runs while every worker is busy with long handlers). It may send
+//   messages, move objects and wait for futures (the wait blocks only that thread); the
+//   job's end waits for a call in progress to return, so it must not wait for anything
+//   that needs other nodes once the job is quiescent.
 // - notify(id): an object's load changed (a message for it arrived or finished);
 // - push(worker, handler) / pop(worker): intra-node scheduling, only for policies whose
 //   schedules_handlers() is true (otherwise the node's own queues with work stealing run
@@ -13,8 +16,9 @@
 // Guarantees to policies (PREMA's safety contract):
 // - push() sees only handlers that are in order and have their access granted: a policy
 //   may run them in any order, on any worker of the node, without breaking per-sender
-//   ordering or exclusive access. An object cannot move while one of its handlers is held
-//   by push()/pop(), so such handlers are never invalidated.
+//   ordering or exclusive access. An object does not leave while the policy holds one of
+//   its handlers: move_object() waits until they come back (return_handler(), or pop()),
+//   and then they go with it instead of running here.
 // - An object's load counts a message from its arrival on the object's node, even while it
 //   waits for its turn; handlers waiting for an object move with it.
 // - move_object() may be called for several objects at once, to and from any nodes.
@@ -104,7 +108,14 @@ std::vector<object_info> local_objects();
 double local_load();
 /// Moves a resident object to `dest` ahead of its waiting messages, which go with it (at
 /// once, or when its running handlers finish). False if it is not resident here.
+/// If the policy holds handlers of the object (received through push(), not yet returned by
+/// pop()), the move waits for them: hand them over with return_handler() (or return them
+/// from pop(): they give their turn back instead of running).
 bool move_object(const object_id& id, node_id dest);
+/// Gives a handler received through push() back to the runtime without running it: after
+/// move_object() for its object, it goes with the object; otherwise it runs on this node as
+/// if pop() had returned it. Call it without holding locks the policy's push() takes.
+void return_handler(runnable handler);
 /// What the calling node's balancer has done so far in this run.
 struct statistics {
   double balance_seconds = 0;       ///< time spent in balance()

@@ -46,13 +46,21 @@ struct mobile_type {
     return box;
   }
   static void invoke(node_runtime& n, message_ptr& m) { receive_migrated_object(n, m, &unpack); }
+  /// Objects are installed as soon as they arrive, on the delivering thread: the load they
+  /// bring counts at once (a balancer asking for work sees what it got) and their messages
+  /// need not wait for a worker of a busy node.
+  static bool admit(node_runtime& n, message_ptr& m) {
+    receive_migrated_object(n, m, &unpack);
+    note_handled(n);
+    return true;
+  }
   static std::uint32_t id() {
     (void)registered;
     return id_of(entry);
   }
 
   static constexpr std::string_view name = type_name<mobile_type<T>>();
-  static inline handler_entry entry{name, &invoke};
+  static inline handler_entry entry{name, &invoke, ~0u, &admit};
   static inline const bool registered = handler_registry::add(&entry);
 };
 

@@ -11,9 +11,11 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <typeinfo>
 #include <vector>
 
@@ -69,7 +71,8 @@ struct scheduling_hooks {
   /// Called by workers: with `idle` when they find no work, and now and then while busy
   /// (every few hundred items). Must be quick; typically checks a clock and posts work.
   void (*tick)(void* context, bool idle) = nullptr;
-  /// Asked first for work by a worker (its index; -1 for other threads of the node).
+  /// Asked for work by a worker (its index; -1 for other threads of the node) when the
+  /// node's own queues (runtime messages, tasks) are empty.
   work_item* (*take)(void* context, int worker) = nullptr;
   void* context = nullptr;
   /// If non-zero, parked workers wake up this often to tick (idle balancing).
@@ -90,6 +93,11 @@ work_item* as_work_item(message_ptr m) noexcept;
 struct node_extension {
   void* (*make)(node_runtime& n) = nullptr;
   void (*destroy)(void* state) noexcept = nullptr;
+  /// Optional: called once the process's nodes run (workers started), and at the start of
+  /// the process's shutdown, before any node stops (all nodes still exist and accept
+  /// messages). An extension's own threads start and stop here.
+  void (*start)(void* state) = nullptr;
+  void (*stop)(void* state) noexcept = nullptr;
 };
 enum node_extension_slot : unsigned {
   extension_mobile = 0,
@@ -100,6 +108,11 @@ enum node_extension_slot : unsigned {
 bool register_node_extension(node_extension_slot slot, node_extension e) noexcept;
 /// The state of `slot` on `n`, or nullptr if no layer registered it.
 void* extension_state(node_runtime& n, node_extension_slot slot) noexcept;
+
+/// Starts a thread bound to `n` that runs `body`: it may send messages and wait for
+/// futures (a wait blocks it; it never runs the node's work). A node extension's helper
+/// thread (the load balancer's) is one; join it from the extension's stop().
+std::thread start_service_thread(node_runtime& n, std::function<void()> body);
 
 /// Fault injection for tests: ships raw bytes as if they were a message to `dest`.
 void send_raw_for_testing(node_id dest, std::vector<std::byte> bytes);

@@ -186,6 +186,10 @@ std::vector<object_load> resident_objects(node_runtime& n);
 /// once if no handler runs on it, else as soon as those finish (nothing new starts
 /// meanwhile). Returns false if the object is not resident on `n` or already leaving.
 bool migrate_resident(node_runtime& n, const object_id& id, node_id dest);
+/// Hands a granted message that a scheduling policy holds (object_hooks::push) back without
+/// running it, when migrate_resident waits for it: it goes with its object. If its object
+/// is not leaving, it is queued to run.
+void give_back_granted(node_runtime& n, message_ptr m) noexcept;
 
 /// Multi-object handlers: on the calling node (a fiber of it), brings every object of
 /// `ids` to this node, in id order, and holds each exclusively; `objects` receives their
