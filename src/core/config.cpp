@@ -111,7 +111,9 @@ const std::vector<setting>& settings() {
          c.lb = std::string(v);
        }},
       {"lb-period-us", "ROAM_LB_PERIOD_US", "10..60000000",
-       "how often an idle node balances; greedy_refine's round period (default 1000)", false,
+       "the balancing period: how often a node runs its policy (sooner when a worker runs out of "
+       "work); greedy_refine's round period (default 2000)",
+       false,
        [](config& c, std::string_view v, const std::string& o) {
          c.lb_period_us = parse_count(v, o, 10, 60000000);
        }},

@@ -178,8 +178,6 @@ void set_scheduling_hooks(node_runtime& n, const scheduling_hooks& hooks) noexce
 
 void wake_a_worker(node_runtime& n) noexcept { n.sched().notify_new_work(); }
 
-void queue_work(node_runtime& n, work_item* w) noexcept { n.sched().push(w); }
-
 work_item* as_work_item(message_ptr m) noexcept {
   m->execute = &node_runtime::execute;
   return m.release();

@@ -194,7 +194,7 @@ bool scheduler::has_queued_work() const noexcept {
     if (!d->empty()) return true;
   for (const auto& q : queues_)
     if (!q->queue.empty()) return true;
-  return false;
+  return hooks_.has_work && hooks_.has_work(hooks_.context);
 }
 
 bool scheduler::run_one(int self) {
@@ -228,8 +228,6 @@ bool scheduler::park_worker() {
       using clock = std::chrono::steady_clock;
       auto limit = clock::duration::max();
       if (timer_count_.load() > 0) limit = std::max(until_next_timer(), clock::duration::zero());
-      if (hooks_.idle_wakeup.count() > 0)
-        limit = std::min<clock::duration>(limit, hooks_.idle_wakeup);
       if (progress_) {
         auto interval = searching_.load() > 0 ? 10 * opt_.poll : opt_.poll;
         limit = std::min<clock::duration>(limit, interval);

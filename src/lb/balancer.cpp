@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <ctime>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -17,6 +18,16 @@ namespace roam::lb {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
+
+/// The calling thread's processor time.
+std::int64_t thread_cpu_ns() noexcept {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<std::int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
+
+/// Set while the thread's time is being accounted as balancing (no double counting).
+thread_local bool tl_accounting = false;
 using factory = std::function<std::unique_ptr<policy>(const config&)>;
 
 struct policy_registry {
@@ -79,11 +90,18 @@ struct node_balancer {
         // Arrivals may be admitted on another node's thread (in-process delivery).
         const int worker = detail::current_node() == &b->n ? detail::worker_index() : -1;
         b->the_policy->push(worker, runnable(std::move(m), id));
+        b->held.fetch_add(1, std::memory_order_seq_cst);  // before looking for sleepers
         detail::wake_a_worker(b->n);
       };
       scheduling.take = [](void* self, int worker) -> detail::work_item* {
-        runnable r = static_cast<node_balancer*>(self)->the_policy->pop(worker);
-        return r ? detail::as_work_item(r.release()) : nullptr;
+        auto* b = static_cast<node_balancer*>(self);
+        runnable r = b->the_policy->pop(worker);
+        if (!r) return nullptr;
+        b->held.fetch_sub(1, std::memory_order_relaxed);
+        return detail::as_work_item(r.release());
+      };
+      scheduling.has_work = [](void* self) {
+        return static_cast<node_balancer*>(self)->held.load(std::memory_order_seq_cst) > 0;
       };
     }
     detail::set_object_hooks(n, &object_hooks);
@@ -133,19 +151,18 @@ struct node_balancer {
   }
 
   void run_balance() {
-    const auto started = clock_type::now();
+    const std::int64_t started = thread_cpu_ns();
+    tl_accounting = true;
     try {
       the_policy->balance();
     } catch (const std::exception& e) {
       detail::fatal(std::string("the load-balancing policy's balance() threw ") +
                     detail::type_name_of(typeid(e)) + ": " + e.what());
     }
-    const auto finished = clock_type::now();
-    balance_ns.fetch_add(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(finished - started).count(),
-        std::memory_order_relaxed);
+    tl_accounting = false;
+    balance_ns.fetch_add(thread_cpu_ns() - started, std::memory_order_relaxed);
     balance_calls.fetch_add(1, std::memory_order_relaxed);
-    last.store(finished.time_since_epoch().count(), std::memory_order_relaxed);
+    last.store(clock_type::now().time_since_epoch().count(), std::memory_order_relaxed);
   }
 
   detail::node_runtime& n;
@@ -159,6 +176,9 @@ struct node_balancer {
   std::condition_variable wake;
   bool stopping = false;  // guarded by lock
   std::atomic<bool> poked{false};
+  /// Handlers given to the policy's push() and not yet back from pop() or return_handler():
+  /// workers do not park while it holds some.
+  std::atomic<std::int64_t> held{0};
   std::atomic<bool> enabled{true};
   std::atomic<clock_type::rep> last{0};
   std::atomic<std::int64_t> balance_ns{0};
@@ -183,6 +203,19 @@ node_balancer& balancer_of_caller(const char* caller) {
 
 namespace internal {
 bool link_load_balancer() noexcept { return extension_registered; }
+
+overhead_scope::overhead_scope(detail::node_runtime& n) noexcept
+    : node_(tl_accounting ? nullptr : &n), start_ns_(node_ ? thread_cpu_ns() : 0) {
+  if (node_) tl_accounting = true;
+}
+
+overhead_scope::~overhead_scope() {
+  if (!node_) return;
+  tl_accounting = false;
+  auto* b =
+      static_cast<node_balancer*>(detail::extension_state(*node_, detail::extension_load_balancer));
+  if (b) b->balance_ns.fetch_add(thread_cpu_ns() - start_ns_, std::memory_order_relaxed);
+}
 }  // namespace internal
 
 double runnable::cost() const noexcept {
@@ -213,11 +246,7 @@ std::vector<object_info> local_objects() {
   return detail::resident_objects(detail::require_node("roam::lb::local_objects"));
 }
 
-double local_load() {
-  double total = 0;
-  for (const auto& o : local_objects()) total += o.load();
-  return total;
-}
+double local_load() { return detail::resident_load(detail::require_node("roam::lb::local_load")); }
 
 bool move_object(const object_id& id, node_id dest) {
   auto& n = detail::require_node("roam::lb::move_object");
@@ -230,7 +259,10 @@ bool move_object(const object_id& id, node_id dest) {
 
 void return_handler(runnable handler) {
   if (!handler) return;
-  detail::give_back_granted(detail::require_node("roam::lb::return_handler"), handler.release());
+  auto& n = detail::require_node("roam::lb::return_handler");
+  static_cast<node_balancer*>(detail::extension_state(n, detail::extension_load_balancer))
+      ->held.fetch_sub(1, std::memory_order_relaxed);
+  detail::give_back_granted(n, handler.release());
 }
 
 statistics local_statistics() {

@@ -41,6 +41,8 @@ class distributing_policy : public policy {
     std::lock_guard guard(queue_lock_);
     queue_.push_back({cost, next_++, std::move(handler)});
     std::push_heap(queue_.begin(), queue_.end(), after);
+    queued_cost_.store(queued_cost_.load(std::memory_order_relaxed) + cost,
+                       std::memory_order_relaxed);
   }
 
   runnable pop(int /*worker*/) override {
@@ -48,11 +50,15 @@ class distributing_policy : public policy {
     if (queue_.empty()) return {};
     std::pop_heap(queue_.begin(), queue_.end(), after);
     runnable r = std::move(queue_.back().handler);
+    lower_queued_cost(queue_.back().cost);
     queue_.pop_back();
     return r;
   }
 
  protected:
+  /// The cost of the handlers waiting here for a worker (cheap: no look at the objects).
+  double queued_cost() const noexcept { return queued_cost_.load(std::memory_order_relaxed); }
+
   /// Moves `id` to `to`, handing over the handlers of it that wait here.
   bool move(const object_id& id, node_id to) {
     if (!move_object(id, to)) return false;
@@ -61,7 +67,10 @@ class distributing_policy : public policy {
       std::lock_guard guard(queue_lock_);
       auto keep = std::partition(queue_.begin(), queue_.end(),
                                  [&](const queued& q) { return !(q.handler.object() == id); });
-      for (auto it = keep; it != queue_.end(); ++it) leaving.push_back(std::move(it->handler));
+      for (auto it = keep; it != queue_.end(); ++it) {
+        lower_queued_cost(it->cost);
+        leaving.push_back(std::move(it->handler));
+      }
       if (keep != queue_.end()) {
         queue_.erase(keep, queue_.end());
         std::make_heap(queue_.begin(), queue_.end(), after);
@@ -121,8 +130,14 @@ class distributing_policy : public policy {
     return a.cost != b.cost ? a.cost < b.cost : a.order > b.order;
   }
 
+  void lower_queued_cost(double cost) {  // with queue_lock_ held
+    const double left = queued_cost_.load(std::memory_order_relaxed) - cost;
+    queued_cost_.store(queue_.size() > 1 ? std::max(0.0, left) : 0.0, std::memory_order_relaxed);
+  }
+
   std::mutex queue_lock_;
   std::vector<queued> queue_;
+  std::atomic<double> queued_cost_{0};
   std::uint64_t next_ = 0;
   std::mutex give_lock_;
 };
@@ -159,12 +174,11 @@ class diffusion final : public distributing_policy {
     {
       std::lock_guard guard(lock_);
       if (asking_) return;  // one partner at a time
-      // After rounds that found nothing to do, skip rounds (up to 2^calm_ - 1 in a row)
-      // unless this node runs dry: a balanced machine costs little balancing.
-      if (skipped_ < (1u << calm_) - 1 && local_load() >= threshold_) {
-        ++skipped_;
-        return;
-      }
+      // A node with work queued looks around every few periods only, one running dry every
+      // period; both less often after rounds that found nothing to do, so that a balanced
+      // (or idle) machine costs little balancing.
+      const unsigned every = queued_cost() >= threshold_ ? busy_every : 1;
+      if (++skipped_ < (every << calm_)) return;
       skipped_ = 0;
       asking_ = true;
       if (neighbors_.empty()) pick_neighbors(me, nodes);
@@ -261,9 +275,10 @@ class diffusion final : public distributing_policy {
   std::vector<std::pair<node_id, double>> replies_;
   std::size_t awaiting_ = 0;
   bool asking_ = false;
-  static constexpr unsigned max_calm = 3;  // at most every 8th period when balanced
+  static constexpr unsigned busy_every = 8;  // periods between rounds of a busy node
+  static constexpr unsigned max_calm = 2;    // at most every 32nd when balanced
   unsigned calm_ = 0;
-  unsigned skipped_ = 0;
+  unsigned skipped_ = busy_every << max_calm;  // the first round at once
 };
 
 // ---- master_worker ---------------------------------------------------------------------------

@@ -38,6 +38,11 @@ std::vector<object_entry*> directory::residents() const {
   return residents_;
 }
 
+void directory::copy_residents(std::vector<object_entry*>& out) const {
+  std::lock_guard guard(residents_lock_);
+  out.assign(residents_.begin(), residents_.end());
+}
+
 object_state& object_entry::state() {
   if (!state_) state_ = std::make_unique<object_state>();
   return *state_;

@@ -230,6 +230,21 @@ std::vector<object_load> resident_objects(node_runtime& n) {
   return loads;
 }
 
+double resident_load(node_runtime& n) {
+  // Called by balancers every period: no allocation after the first call on a thread.
+  thread_local std::vector<object_entry*> entries;
+  directory_of(n).copy_residents(entries);
+  double total = 0;
+  for (object_entry* e : entries) {
+    std::lock_guard guard(e->lock);
+    const object_state& s = e->state();
+    if (s.state != residence::resident) continue;
+    const double hint = s.object->load_hint();
+    total += hint >= 0 ? hint : s.pending_cost;
+  }
+  return total;
+}
+
 bool migrate_resident(node_runtime& n, const object_id& id, node_id dest) {
   if (dest >= size_of(n) || dest == id_of(n)) return false;
   object_entry* e = directory_of(n).find(id);

@@ -43,7 +43,7 @@ struct config {
   std::string lb = "work_stealing";
   /// How often an idle node's policy balances, in microseconds (greedy_refine: the period
   /// of its rounds).
-  std::uint32_t lb_period_us = 1000;
+  std::uint32_t lb_period_us = 2000;
   /// A node whose load is below this asks for work (diffusion, master_worker); a donor
   /// keeps at least this much.
   double lb_threshold = 1.0;

@@ -78,7 +78,8 @@ class policy {
   /// thread). Only called when schedules_handlers().
   virtual void push(int /*worker*/, runnable /*handler*/) {}
   /// The next handler for worker `worker` (-1: the node's application thread), or an empty
-  /// runnable. Only called when schedules_handlers().
+  /// runnable. Only called when schedules_handlers(). Workers of a node do not park while
+  /// its policy holds handlers, so return one when asked if there is any.
   virtual runnable pop(int /*worker*/) { return {}; }
   /// Whether the runtime should measure handler run times (object_info::mean_run_us).
   virtual bool wants_run_times() const { return false; }
@@ -118,7 +119,9 @@ bool move_object(const object_id& id, node_id dest);
 void return_handler(runnable handler);
 /// What the calling node's balancer has done so far in this run.
 struct statistics {
-  double balance_seconds = 0;       ///< time spent in balance()
+  /// Processor time spent balancing: in balance() and in the policy's control handlers
+  /// (thread CPU time, so that waiting for a core on a busy machine does not count).
+  double balance_seconds = 0;
   std::uint64_t balance_calls = 0;  ///< calls of balance()
   std::uint64_t objects_moved = 0;  ///< successful move_object() calls
 };
@@ -129,15 +132,32 @@ void enable_dist_balancing(bool on);
 const config& settings();
 
 namespace internal {
+/// Adds the processor time of a scope (a control handler) to the balancing overhead of
+/// node `n` (statistics::balance_seconds), unless the thread already accounts for it (a
+/// handler delivered in process from inside balance()).
+class overhead_scope {
+ public:
+  explicit overhead_scope(detail::node_runtime& n) noexcept;
+  ~overhead_scope();
+  overhead_scope(const overhead_scope&) = delete;
+  overhead_scope& operator=(const overhead_scope&) = delete;
+
+ private:
+  detail::node_runtime* node_;
+  std::int64_t start_ns_;
+};
+
 /// Control handlers run as soon as their message arrives, on the thread that delivers it
 /// (another node's thread in one process, the thread that drives MPI otherwise), so that
 /// balancing requests are answered even while every worker runs a long handler.
 template <class H>
 struct control_handler {
   static void invoke(detail::node_runtime& n, detail::message_ptr& m) {
+    const overhead_scope accounted(n);
     detail::am_handler<H>::invoke(n, m);
   }
   static bool admit(detail::node_runtime& n, detail::message_ptr& m) {
+    const overhead_scope accounted(n);
     detail::am_handler<H>::invoke(n, m);
     return true;
   }

@@ -74,13 +74,12 @@ struct scheduling_hooks {
   /// Asked for work by a worker (its index; -1 for other threads of the node) when the
   /// node's own queues (runtime messages, tasks) are empty.
   work_item* (*take)(void* context, int worker) = nullptr;
+  /// Whether `take` has work (with `take`): a worker about to park asks it after
+  /// announcing itself as a sleeper, so work made available then is not missed.
+  bool (*has_work)(void* context) = nullptr;
   void* context = nullptr;
-  /// If non-zero, parked workers wake up this often to tick (idle balancing).
-  std::chrono::microseconds idle_wakeup{0};
 };
 void set_scheduling_hooks(node_runtime& n, const scheduling_hooks& hooks) noexcept;
-/// Queues a work item on `n` (from any thread of the process).
-void queue_work(node_runtime& n, work_item* w) noexcept;
 /// Wakes a parked worker of `n` (after work was made available through `take`).
 void wake_a_worker(node_runtime& n) noexcept;
 /// A message as a work item that runs its handler (node execution) when taken.

@@ -182,6 +182,8 @@ struct object_load {
 double read_object_cost(const message& m) noexcept;
 /// A snapshot of the objects resident on `n` and their loads.
 std::vector<object_load> resident_objects(node_runtime& n);
+/// The sum of their load(), without building the snapshot.
+double resident_load(node_runtime& n);
 /// Moves a resident object to `dest` ahead of its queued messages, which go with it: at
 /// once if no handler runs on it, else as soon as those finish (nothing new starts
 /// meanwhile). Returns false if the object is not resident on `n` or already leaving.
