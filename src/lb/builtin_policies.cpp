@@ -142,12 +142,6 @@ class distributing_policy : public policy {
   std::mutex give_lock_;
 };
 
-/// Seeds for the policies' random choices: distinct per node, the same from run to run.
-unsigned next_seed() {
-  static std::atomic<unsigned> counter{0};
-  return 0x5eed + 7919 * counter.fetch_add(1);
-}
-
 // ---- none / work_stealing ------------------------------------------------------------------
 
 class passive final : public policy {};
@@ -162,10 +156,7 @@ class passive final : public policy {};
 class diffusion final : public distributing_policy {
  public:
   explicit diffusion(const config& c)
-      : threshold_(c.lb_threshold),
-        tolerance_(c.lb_tolerance),
-        size_(c.lb_neighbors),
-        rng_(next_seed()) {}
+      : threshold_(c.lb_threshold), tolerance_(c.lb_tolerance), size_(c.lb_neighbors) {}
 
   void balance() override {
     const node_id nodes = roam::num_nodes(), me = roam::this_node();
@@ -181,7 +172,10 @@ class diffusion final : public distributing_policy {
       if (++skipped_ < (every << calm_)) return;
       skipped_ = 0;
       asking_ = true;
-      if (neighbors_.empty()) pick_neighbors(me, nodes);
+      if (neighbors_.empty()) {
+        rng_.seed(0x5eed + 7919 * me);  // distinct per node, the same from run to run
+        pick_neighbors(me, nodes);
+      }
       replies_.clear();
       awaiting_ = neighbors_.size();
       ask = neighbors_;
@@ -225,7 +219,11 @@ class diffusion final : public distributing_policy {
     }
     const double difference = best.second - mine;
     if (difference <= 0 || (!dry && difference <= tolerance_ * best.second)) {
+      // Balanced with the neighbours: once that has lasted, look at another node now and
+      // then (the others may not count this node as a neighbour; imbalance elsewhere
+      // would stay unseen).
       std::lock_guard guard(lock_);
+      if (calm_ == max_calm) replace_neighbor(neighbors_[rng_() % neighbors_.size()]);
       calm_down();
       asking_ = false;
       return;
