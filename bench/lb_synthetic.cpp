@@ -5,7 +5,7 @@
 // of every unit's (node, worker, start, end), from which tools/plot_lb.py draws the plots.
 //
 //   ./run bench lb_synthetic [--json] [--nodes 4] [--workers 4] [--objects-per-worker 10]
-//       [--heavy-fraction 0.2] [--heavy-factor 2.5] [--unit-ms 10] [--work spin|sleep]
+//       [--heavy-fraction 0.2] [--heavy-factor 2.5] [--unit-ms 20] [--work spin|sleep]
 //       [--mode oneshot|iterative|adaptive] [--iterations 5] [--out DIR]
 //       [--policies none,diffusion,master_worker,greedy_refine]
 //
@@ -39,7 +39,7 @@ using clock_type = std::chrono::steady_clock;
 
 struct settings {
   std::uint32_t nodes = 4, workers = 4, objects_per_worker = 10, iterations = 5;
-  double heavy_fraction = 0.2, heavy_factor = 2.5, unit_ms = 10, threshold = 0;
+  double heavy_fraction = 0.2, heavy_factor = 2.5, unit_ms = 20, threshold = 0;
   bool sleep = true;
   std::string mode = "oneshot", out = "build/lb_synthetic";
   std::vector<std::string> policies = {"none", "diffusion", "master_worker", "greedy_refine"};
@@ -129,12 +129,15 @@ struct result {
   long migrations = 0;
   std::vector<double> iteration_s;
   double lower_bound_s = 0;
+  std::size_t units_run = 0, units_expected = 0;  // every unit must run exactly once
 };
 
-/// Total work and the largest unit of the adaptive tree rooted at (weight, seed, depth).
+/// Total work, unit count and the largest unit of the adaptive tree rooted at (weight,
+/// seed, depth).
 void adaptive_work(std::size_t objects, double weight, std::uint64_t seed, int depth, double& total,
-                   double& largest) {
+                   std::size_t& units, double& largest) {
   total += weight;
+  ++units;
   largest = std::max(largest, weight);
   if (depth <= 0) return;
   std::mt19937_64 rng(seed);
@@ -142,7 +145,7 @@ void adaptive_work(std::size_t objects, double weight, std::uint64_t seed, int d
   for (int c = 0; c < children; ++c) {
     (void)(rng() % objects);
     const double w = (rng() % 5 == 0) ? 2.5 : 1.0;
-    adaptive_work(objects, w, rng(), depth - 1, total, largest);
+    adaptive_work(objects, w, rng(), depth - 1, total, units, largest);
   }
 }
 
@@ -219,10 +222,12 @@ result run_policy(const settings& s, const std::string& policy, bool mpi, int ar
       records.insert(records.end(), trace.begin(), trace.end());
     }
     double total_units = 0, largest = 0;
+    std::size_t expected_records = count * static_cast<std::size_t>(rounds);
     if (s.mode == "adaptive") {
+      expected_records = 0;
       for (std::size_t i = 0; i < count; ++i)
         adaptive_work(count, i < heavy ? s.heavy_factor : 1.0, i * 7919 + 17, depth, total_units,
-                      largest);
+                      expected_records, largest);
     } else {
       total_units =
           (static_cast<double>(heavy) * s.heavy_factor + static_cast<double>(count - heavy)) *
@@ -252,6 +257,8 @@ result run_policy(const settings& s, const std::string& policy, bool mpi, int ar
     }
     res.overhead_s = overhead;
     res.migrations = moved;
+    res.units_run = records.size();
+    res.units_expected = expected_records;
     std::filesystem::create_directories(s.out);
     std::ofstream csv(s.out + "/" + s.mode + "_" + policy + ".csv");
     csv << "policy,node,worker,start_s,end_s,object,weight\n";
@@ -275,7 +282,7 @@ int main(int argc, char** argv) {
   s.iterations = static_cast<std::uint32_t>(roam_bench::option(argc, argv, "--iterations", 5));
   s.heavy_fraction = real_option(argc, argv, "--heavy-fraction", 0.2);
   s.heavy_factor = real_option(argc, argv, "--heavy-factor", 2.5);
-  s.unit_ms = real_option(argc, argv, "--unit-ms", 10);
+  s.unit_ms = real_option(argc, argv, "--unit-ms", 20);
   s.threshold = real_option(argc, argv, "--threshold", 0);
   s.sleep = text_option(argc, argv, "--work", "sleep") != "spin";
   s.mode = text_option(argc, argv, "--mode", "oneshot");
@@ -329,6 +336,14 @@ int main(int argc, char** argv) {
   }
   std::printf("per-unit traces: %s/%s_<policy>.csv (plots: tools/plot_lb.py)\n", s.out.c_str(),
               s.mode.c_str());
+  bool wrong = false;
+  for (std::size_t i = 0; i < results.size(); ++i)
+    if (results[i].units_run != results[i].units_expected) {
+      std::printf("WRONG: with %s, %zu units ran; the workload has %zu\n", s.policies[i].c_str(),
+                  results[i].units_run, results[i].units_expected);
+      wrong = true;
+    }
+  if (wrong) return 1;
   if (json)
     std::printf("{\"bench\":\"lb_synthetic\",\"mode\":\"%s\",\"workers\":%u,\"policies\":{%s}}\n",
                 s.mode.c_str(), total_workers, policies_json.c_str());

@@ -231,6 +231,7 @@ class diffusion final : public distributing_policy {
     {
       std::lock_guard guard(lock_);
       calm_ = 0;
+      skipped_ = busy_every << max_calm;  // imbalance: look again next period
     }
     send_control(best.first, &diffusion::on_work_request, roam::this_node(), mine);
   }
