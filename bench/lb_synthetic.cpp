@@ -26,6 +26,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -87,6 +88,7 @@ void work_for(double milliseconds) {
 
 struct work_object;
 std::vector<roam::mobile_ptr<work_object>> all_objects;  // the same on every node
+std::mutex all_objects_lock;
 
 struct work_object {
   std::uint64_t index = 0;
@@ -185,7 +187,11 @@ result run_policy(const settings& s, const std::string& policy, bool mpi, int ar
         objects.push_back(roam::make_mobile<work_object>(roam::node(where), o));
       }
     objects = roam::broadcast_value(objects);
-    all_objects = objects;
+    {
+      // The virtual nodes of one process share the global: the same value from each.
+      const std::lock_guard guard(all_objects_lock);
+      all_objects = objects;
+    }
     if (me == 0) roam::wait_quiescence();  // every object exists where it was placed
     // One clock origin per process (the virtual nodes of one process share it).
     if (!clock_started.exchange(true)) run_start = clock_type::now();
