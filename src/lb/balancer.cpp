@@ -124,11 +124,11 @@ struct node_balancer {
     if (thread.joinable()) thread.join();
   }
 
-  /// A worker found no work: balance soon (at most every quarter period from here, since
+  /// A worker found no work: balance soon (at most every half period from here, since
   /// idle workers call this in their search loop).
   void running_low() {
     const auto now = clock_type::now().time_since_epoch().count();
-    const auto spacing = std::chrono::duration_cast<clock_type::duration>(period).count() / 4;
+    const auto spacing = std::chrono::duration_cast<clock_type::duration>(period).count() / 2;
     if (now - last.load(std::memory_order_relaxed) < spacing) return;
     if (poked.exchange(true, std::memory_order_acq_rel)) return;
     last.store(now, std::memory_order_relaxed);
