@@ -270,7 +270,6 @@ void scheduler::worker_main(unsigned index) {
   bool glance = false;
   bool woken = false;  // back from parking, not yet through a search
   unsigned rounds = 0;
-  unsigned ran = 0;
   auto since = std::chrono::steady_clock::now();
   while (!stopping_.load(std::memory_order_relaxed)) {
     if (work_item* w = find_work(self)) {
@@ -284,10 +283,9 @@ void scheduler::worker_main(unsigned index) {
       searching = glance = woken = false;
       rounds = 0;
       run_item(w);
-      if (hooks_.tick && (++ran & 255) == 0) hooks_.tick(hooks_.context, false);
       continue;
     }
-    if (hooks_.tick) hooks_.tick(hooks_.context, true);
+    if (hooks_.idle) hooks_.idle(hooks_.context);
     if (progress_ && progress_()) {
       glance = false;
       rounds = 0;

@@ -81,9 +81,7 @@ struct node_balancer {
       static_cast<node_balancer*>(self)->the_policy->notify(id);
     };
     scheduling.context = this;
-    scheduling.tick = [](void* self, bool idle) {
-      if (idle) static_cast<node_balancer*>(self)->running_low();
-    };
+    scheduling.idle = [](void* self) { static_cast<node_balancer*>(self)->running_low(); };
     if (the_policy->schedules_handlers()) {
       object_hooks.push = [](void* self, detail::message_ptr m, const object_id& id) {
         auto* b = static_cast<node_balancer*>(self);

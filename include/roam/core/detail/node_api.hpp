@@ -68,9 +68,8 @@ int worker_index() noexcept;
 /// Hooks of a scheduling layer (load balancing) into a node's workers. Set them from a
 /// node extension's constructor, before the workers start.
 struct scheduling_hooks {
-  /// Called by workers: with `idle` when they find no work, and now and then while busy
-  /// (every few hundred items). Must be quick; typically checks a clock and posts work.
-  void (*tick)(void* context, bool idle) = nullptr;
+  /// Called by a worker each time it looks for work and finds none. Must be quick.
+  void (*idle)(void* context) = nullptr;
   /// Asked for work by a worker (its index; -1 for other threads of the node) when the
   /// node's own queues (runtime messages, tasks) are empty.
   work_item* (*take)(void* context, int worker) = nullptr;
