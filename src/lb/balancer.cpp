@@ -12,6 +12,7 @@
 #include <ctime>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 namespace roam::lb {
@@ -33,7 +34,7 @@ using factory = std::function<std::unique_ptr<policy>(const config&)>;
 struct policy_registry {
   std::mutex lock;
   std::map<std::string, factory> factories;
-  std::map<std::string, bool> builtin;
+  std::set<std::string> builtin;
 };
 
 policy_registry& registry() {
@@ -41,7 +42,7 @@ policy_registry& registry() {
   static const bool builtins_added = [] {
     for (auto& [name, make] : builtin::builtin_policies()) {
       r.factories.emplace(name, make);
-      r.builtin.emplace(name, true);
+      r.builtin.insert(name);
     }
     return true;
   }();
@@ -149,16 +150,15 @@ struct node_balancer {
   }
 
   void run_balance() {
-    const std::int64_t started = thread_cpu_ns();
-    tl_accounting = true;
-    try {
-      the_policy->balance();
-    } catch (const std::exception& e) {
-      detail::fatal(std::string("the load-balancing policy's balance() threw ") +
-                    detail::type_name_of(typeid(e)) + ": " + e.what());
+    {
+      const internal::overhead_scope accounted(n);
+      try {
+        the_policy->balance();
+      } catch (const std::exception& e) {
+        detail::fatal(std::string("the load-balancing policy's balance() threw ") +
+                      detail::type_name_of(typeid(e)) + ": " + e.what());
+      }
     }
-    tl_accounting = false;
-    balance_ns.fetch_add(thread_cpu_ns() - started, std::memory_order_relaxed);
     balance_calls.fetch_add(1, std::memory_order_relaxed);
     last.store(clock_type::now().time_since_epoch().count(), std::memory_order_relaxed);
   }
@@ -191,10 +191,13 @@ const bool extension_registered = detail::register_node_extension(
      [](void* state) { static_cast<node_balancer*>(state)->start(); },
      [](void* state) noexcept { static_cast<node_balancer*>(state)->stop(); }});
 
-node_balancer& balancer_of_caller(const char* caller) {
+node_balancer& balancer_of(detail::node_runtime& n) {
   (void)extension_registered;
-  auto& n = detail::require_node(caller);
   return *static_cast<node_balancer*>(detail::extension_state(n, detail::extension_load_balancer));
+}
+
+node_balancer& balancer_of_caller(const char* caller) {
+  return balancer_of(detail::require_node(caller));
 }
 
 }  // namespace
@@ -210,9 +213,7 @@ overhead_scope::overhead_scope(detail::node_runtime& n) noexcept
 overhead_scope::~overhead_scope() {
   if (!node_) return;
   tl_accounting = false;
-  auto* b =
-      static_cast<node_balancer*>(detail::extension_state(*node_, detail::extension_load_balancer));
-  if (b) b->balance_ns.fetch_add(thread_cpu_ns() - start_ns_, std::memory_order_relaxed);
+  balancer_of(*node_).balance_ns.fetch_add(thread_cpu_ns() - start_ns_, std::memory_order_relaxed);
 }
 }  // namespace internal
 
@@ -249,17 +250,14 @@ double local_load() { return detail::resident_load(detail::require_node("roam::l
 bool move_object(const object_id& id, node_id dest) {
   auto& n = detail::require_node("roam::lb::move_object");
   const bool moved = detail::migrate_resident(n, id, dest);
-  if (moved)
-    static_cast<node_balancer*>(detail::extension_state(n, detail::extension_load_balancer))
-        ->objects_moved.fetch_add(1, std::memory_order_relaxed);
+  if (moved) balancer_of(n).objects_moved.fetch_add(1, std::memory_order_relaxed);
   return moved;
 }
 
 void return_handler(runnable handler) {
   if (!handler) return;
   auto& n = detail::require_node("roam::lb::return_handler");
-  static_cast<node_balancer*>(detail::extension_state(n, detail::extension_load_balancer))
-      ->held.fetch_sub(1, std::memory_order_relaxed);
+  balancer_of(n).held.fetch_sub(1, std::memory_order_relaxed);
   detail::give_back_granted(n, handler.release());
 }
 
