@@ -50,8 +50,9 @@ class distributing_policy : public policy {
     if (queue_.empty()) return {};
     std::pop_heap(queue_.begin(), queue_.end(), after);
     runnable r = std::move(queue_.back().handler);
-    lower_queued_cost(queue_.back().cost);
+    const double cost = queue_.back().cost;
     queue_.pop_back();
+    forget_cost(cost);
     return r;
   }
 
@@ -67,14 +68,15 @@ class distributing_policy : public policy {
       std::lock_guard guard(queue_lock_);
       auto keep = std::partition(queue_.begin(), queue_.end(),
                                  [&](const queued& q) { return !(q.handler.object() == id); });
+      if (keep == queue_.end()) return true;
+      double cost = 0;
       for (auto it = keep; it != queue_.end(); ++it) {
-        lower_queued_cost(it->cost);
+        cost += it->cost;
         leaving.push_back(std::move(it->handler));
       }
-      if (keep != queue_.end()) {
-        queue_.erase(keep, queue_.end());
-        std::make_heap(queue_.begin(), queue_.end(), after);
-      }
+      queue_.erase(keep, queue_.end());
+      std::make_heap(queue_.begin(), queue_.end(), after);
+      forget_cost(cost);
     }
     for (auto& r : leaving) return_handler(std::move(r));
     return true;
@@ -130,9 +132,11 @@ class distributing_policy : public policy {
     return a.cost != b.cost ? a.cost < b.cost : a.order > b.order;
   }
 
-  void lower_queued_cost(double cost) {  // with queue_lock_ held
+  /// With queue_lock_ held, after removing handlers of total `cost` (an empty heap resets
+  /// the sum, so that rounding never accumulates).
+  void forget_cost(double cost) {
     const double left = queued_cost_.load(std::memory_order_relaxed) - cost;
-    queued_cost_.store(queue_.size() > 1 ? std::max(0.0, left) : 0.0, std::memory_order_relaxed);
+    queued_cost_.store(queue_.empty() ? 0.0 : std::max(0.0, left), std::memory_order_relaxed);
   }
 
   std::mutex queue_lock_;
@@ -176,7 +180,7 @@ class diffusion final : public distributing_policy {
         rng_.seed(0x5eed + 7919 * me);  // distinct per node, the same from run to run
         pick_neighbors(me, nodes);
       }
-      replies_.clear();
+      best_ = {me, -1.0};
       awaiting_ = neighbors_.size();
       ask = neighbors_;
     }
@@ -202,10 +206,9 @@ class diffusion final : public distributing_policy {
     std::pair<node_id, double> best;
     {
       std::lock_guard guard(lock_);
-      replies_.emplace_back(from, load);
+      if (load > best_.second) best_ = {from, load};
       if (--awaiting_ > 0) return;
-      best = *std::max_element(replies_.begin(), replies_.end(),
-                               [](auto& a, auto& b) { return a.second < b.second; });
+      best = best_;
     }
     const double mine = local_load();
     const bool dry = mine < threshold_;
@@ -247,12 +250,10 @@ class diffusion final : public distributing_policy {
 
   void pick_neighbors(node_id me, node_id nodes) {
     neighbors_.clear();
-    std::vector<node_id> others;
     for (node_id k = 0; k < nodes; ++k)
-      if (k != me) others.push_back(k);
-    std::shuffle(others.begin(), others.end(), rng_);
-    others.resize(std::min<std::size_t>(size_, others.size()));
-    neighbors_ = others;
+      if (k != me) neighbors_.push_back(k);
+    std::shuffle(neighbors_.begin(), neighbors_.end(), rng_);
+    neighbors_.resize(std::min<std::size_t>(size_, neighbors_.size()));
   }
   void replace_neighbor(node_id gone) {
     const node_id nodes = roam::num_nodes(), me = roam::this_node();
@@ -271,7 +272,7 @@ class diffusion final : public distributing_policy {
   std::mutex lock_;
   std::mt19937 rng_;
   std::vector<node_id> neighbors_;
-  std::vector<std::pair<node_id, double>> replies_;
+  std::pair<node_id, double> best_;  // the most loaded neighbour that answered this round
   std::size_t awaiting_ = 0;
   bool asking_ = false;
   static constexpr unsigned busy_every = 8;  // periods between rounds of a busy node
