@@ -33,11 +33,6 @@ void directory::remove_resident(object_entry& e) {
   residents_.pop_back();
 }
 
-std::vector<object_entry*> directory::residents() const {
-  std::lock_guard guard(residents_lock_);
-  return residents_;
-}
-
 void directory::copy_residents(std::vector<object_entry*>& out) const {
   std::lock_guard guard(residents_lock_);
   out.assign(residents_.begin(), residents_.end());

@@ -132,8 +132,7 @@ class directory {
   /// held, when its residence changes.
   void add_resident(object_entry& e);
   void remove_resident(object_entry& e);
-  std::vector<object_entry*> residents() const;
-  /// The same into `out` (reusing its storage).
+  /// The entries of the objects resident here, copied into `out` (reusing its storage).
   void copy_residents(std::vector<object_entry*>& out) const;
 
   /// Set by the load-balancing layer before any traffic; read on every message.

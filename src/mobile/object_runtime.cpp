@@ -212,9 +212,15 @@ double read_object_cost(const message& m) noexcept {
   return read_object_header(m).cost;  // an admitted message: its header was checked
 }
 
-std::vector<object_load> resident_objects(node_runtime& n) {
-  std::vector<object_load> loads;
-  for (object_entry* e : directory_of(n).residents()) {
+namespace {
+/// Calls `visit(load)` for each object resident on `n`, each under its entry's lock.
+/// Balancers call this every period: the entry list is copied into a per-thread buffer, so
+/// nothing is allocated after the first call on a thread (`visit` must not walk again).
+template <class Visit>
+void for_each_resident(node_runtime& n, Visit visit) {
+  thread_local std::vector<object_entry*> entries;
+  directory_of(n).copy_residents(entries);
+  for (object_entry* e : entries) {
     std::lock_guard guard(e->lock);
     object_state& s = e->state();
     if (s.state != residence::resident) continue;
@@ -225,23 +231,20 @@ std::vector<object_load> resident_objects(node_runtime& n) {
     l.running = s.started.load(std::memory_order_relaxed);
     l.mean_run_us = s.mean_run_us;
     l.hint = s.object->load_hint();
-    loads.push_back(l);
+    visit(l);
   }
+}
+}  // namespace
+
+std::vector<object_load> resident_objects(node_runtime& n) {
+  std::vector<object_load> loads;
+  for_each_resident(n, [&](const object_load& l) { loads.push_back(l); });
   return loads;
 }
 
 double resident_load(node_runtime& n) {
-  // Called by balancers every period: no allocation after the first call on a thread.
-  thread_local std::vector<object_entry*> entries;
-  directory_of(n).copy_residents(entries);
   double total = 0;
-  for (object_entry* e : entries) {
-    std::lock_guard guard(e->lock);
-    const object_state& s = e->state();
-    if (s.state != residence::resident) continue;
-    const double hint = s.object->load_hint();
-    total += hint >= 0 ? hint : s.pending_cost;
-  }
+  for_each_resident(n, [&](const object_load& l) { total += l.load(); });
   return total;
 }
 
