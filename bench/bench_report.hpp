@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <string>
@@ -16,15 +17,28 @@ inline bool wants_json(int argc, char** argv) {
   return false;
 }
 
-/// Value of "--name V" or "--name=V", or `fallback`.
-inline long option(int argc, char** argv, const char* name, long fallback) {
+/// Text of "--name V" or "--name=V", or `fallback`.
+inline std::string text_option(int argc, char** argv, const char* name,
+                               const std::string& fallback) {
   const std::size_t n = std::strlen(name);
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], name, n) != 0) continue;
-    if (argv[i][n] == '=') return std::atol(argv[i] + n + 1);
-    if (argv[i][n] == '\0' && i + 1 < argc) return std::atol(argv[i + 1]);
+    if (argv[i][n] == '=') return argv[i] + n + 1;
+    if (argv[i][n] == '\0' && i + 1 < argc) return argv[i + 1];
   }
   return fallback;
+}
+
+/// Value of "--name V" or "--name=V", or `fallback`.
+inline long option(int argc, char** argv, const char* name, long fallback) {
+  const std::string v = text_option(argc, argv, name, "");
+  return v.empty() ? fallback : std::atol(v.c_str());
+}
+
+/// The same for real numbers.
+inline double real_option(int argc, char** argv, const char* name, double fallback) {
+  const std::string v = text_option(argc, argv, name, "");
+  return v.empty() ? fallback : std::atof(v.c_str());
 }
 
 inline std::string number(double v) {

@@ -46,15 +46,6 @@ struct settings {
   std::vector<std::string> policies = {"none", "diffusion", "master_worker", "greedy_refine"};
 };
 
-std::string text_option(int argc, char** argv, const char* name, const std::string& fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
-  return fallback;
-}
-double real_option(int argc, char** argv, const char* name, double fallback) {
-  const std::string v = text_option(argc, argv, name, "");
-  return v.empty() ? fallback : std::atof(v.c_str());
-}
 
 // Process-wide: when this process's clock started for the current run, the unit length and
 // the work kind (the same on every rank).
@@ -286,14 +277,14 @@ int main(int argc, char** argv) {
   s.objects_per_worker =
       static_cast<std::uint32_t>(roam_bench::option(argc, argv, "--objects-per-worker", 10));
   s.iterations = static_cast<std::uint32_t>(roam_bench::option(argc, argv, "--iterations", 5));
-  s.heavy_fraction = real_option(argc, argv, "--heavy-fraction", 0.2);
-  s.heavy_factor = real_option(argc, argv, "--heavy-factor", 2.5);
-  s.unit_ms = real_option(argc, argv, "--unit-ms", 20);
-  s.threshold = real_option(argc, argv, "--threshold", 0);
-  s.sleep = text_option(argc, argv, "--work", "sleep") != "spin";
-  s.mode = text_option(argc, argv, "--mode", "oneshot");
-  s.out = text_option(argc, argv, "--out", "build/lb_synthetic");
-  const std::string list = text_option(argc, argv, "--policies", "");
+  s.heavy_fraction = roam_bench::real_option(argc, argv, "--heavy-fraction", 0.2);
+  s.heavy_factor = roam_bench::real_option(argc, argv, "--heavy-factor", 2.5);
+  s.unit_ms = roam_bench::real_option(argc, argv, "--unit-ms", 20);
+  s.threshold = roam_bench::real_option(argc, argv, "--threshold", 0);
+  s.sleep = roam_bench::text_option(argc, argv, "--work", "sleep") != "spin";
+  s.mode = roam_bench::text_option(argc, argv, "--mode", "oneshot");
+  s.out = roam_bench::text_option(argc, argv, "--out", "build/lb_synthetic");
+  const std::string list = roam_bench::text_option(argc, argv, "--policies", "");
   if (!list.empty()) {
     s.policies.clear();
     std::stringstream ss(list);
