@@ -46,7 +46,6 @@ struct settings {
   std::vector<std::string> policies = {"none", "diffusion", "master_worker", "greedy_refine"};
 };
 
-
 // Process-wide: when this process's clock started for the current run, the unit length and
 // the work kind (the same on every rank).
 clock_type::time_point run_start;

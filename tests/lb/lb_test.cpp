@@ -193,6 +193,144 @@ TEST(LoadBalancing, RunTimesAreMeasuredWhenThePolicyAsks) {
             0);
 }
 
+// ---- what the balancer guarantees while every worker of a node is busy ------------------------
+
+namespace {
+
+// Per process: handlers that hold a worker until released, and signals between nodes.
+std::atomic<int> holding{0};
+std::atomic<bool> released{false};
+std::atomic<bool> node1_busy{false};
+std::atomic<double> reported_load{-1};
+
+/// Makes every worker of the calling node run a handler that blocks until released.
+void occupy_workers(int workers) {
+  holding = 0;
+  released = false;
+  for (int i = 0; i < workers; ++i)
+    roam::send(roam::this_node(), [] {
+      ++holding;
+      while (!released) std::this_thread::sleep_for(100us);
+    });
+  while (holding < workers) std::this_thread::sleep_for(100us);
+}
+
+/// Polls `done` for up to 20 s.
+template <class Done>
+bool eventually(Done done) {
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (!done() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  return done();
+}
+
+class counting_policy final : public roam::lb::policy {
+ public:
+  void balance() override { calls.fetch_add(1); }
+  std::atomic<long> calls{0};
+};
+
+// Per process: the costs of the handlers, in the order they ran.
+std::mutex ran_lock;
+std::vector<double> ran_costs;
+
+struct costed {
+  template <class Ar>
+  void serialize(Ar&) {}
+  void run(double cost) {
+    std::lock_guard guard(ran_lock);
+    ran_costs.push_back(cost);
+  }
+};
+
+}  // namespace
+
+TEST(LoadBalancing, BalanceRunsWhileEveryWorkerIsBusy) {
+  roam::lb::register_policy(
+      "test_counting", [](const roam::config&) { return std::make_unique<counting_policy>(); });
+  roam::config cfg = roam::config::from_environment();
+  cfg.lb = "test_counting";
+  cfg.threads = 2;
+  cfg.lend_app_thread = false;
+  cfg.lb_period_us = 500;
+  EXPECT_EQ(roam::run(cfg,
+                      [] {
+                        if (roam::this_node() == 0) {
+                          occupy_workers(2);
+                          auto& p = roam::lb::this_policy_as<counting_policy>();
+                          const long before = p.calls.load();
+                          EXPECT_TRUE(eventually([&] { return p.calls.load() >= before + 3; }))
+                              << "balance() did not run while the node's workers were busy";
+                          released = true;
+                        }
+                        roam::barrier();
+                      }),
+            0);
+}
+
+TEST(LoadBalancing, AnObjectMovedToABusyNodeCountsThereAtOnce) {
+  roam::config cfg = roam::config::from_environment();
+  cfg.threads = 2;
+  cfg.lend_app_thread = false;  // only the (busy) workers could run node 1's queued work
+  cfg.comm_thread = true;       // under mpi, arrivals need a thread that is not a worker
+  node1_busy = false;
+  reported_load = -1;
+  EXPECT_EQ(roam::run(cfg,
+                      [] {
+                        if (roam::num_nodes() < 2) return;
+                        if (roam::this_node() == 1) {
+                          occupy_workers(2);
+                          roam::lb::send_control(0, [] { node1_busy = true; });
+                        }
+                        if (roam::this_node() == 0) {
+                          ASSERT_TRUE(eventually([] { return node1_busy.load(); }));
+                          auto p = roam::make_mobile<unit>();  // load() is its weight, 1
+                          auto moved = roam::migrate(p, 1);
+                          EXPECT_TRUE(eventually([&] { return moved.ready(); }))
+                              << "the object was not installed while node 1's workers were busy";
+                          roam::lb::send_control(1, [] {
+                            roam::lb::send_control(
+                                0, [](double load) { reported_load = load; },
+                                roam::lb::local_load());
+                          });
+                          EXPECT_TRUE(eventually([] { return reported_load.load() >= 0; }));
+                          EXPECT_EQ(reported_load.load(), 1.0);
+                          roam::lb::send_control(1, [] { released = true; });
+                          moved.get();
+                        }
+                        roam::barrier();
+                      }),
+            0);
+}
+
+TEST(LoadBalancing, DistributingPoliciesRunTheLargestCostFirst) {
+  for (const char* policy : {"diffusion", "master_worker", "greedy_refine"}) {
+    roam::config cfg = roam::config::from_environment();
+    cfg.lb = policy;
+    cfg.threads = 1;
+    cfg.lend_app_thread = false;
+    ran_costs.clear();
+    EXPECT_EQ(roam::run(cfg,
+                        [policy] {
+                          roam::lb::enable_dist_balancing(false);  // everything stays here
+                          roam::barrier();
+                          if (roam::this_node() == 0) {
+                            occupy_workers(1);  // the handlers below queue up meanwhile
+                            std::vector<roam::mobile_ptr<costed>> objects;
+                            for (double cost : {1.0, 3.0, 2.0, 5.0, 4.0}) {
+                              objects.push_back(roam::make_mobile<costed>());
+                              const roam::send_cost c(cost);
+                              objects.back().send<&costed::run>(cost);
+                            }
+                            released = true;
+                            roam::wait_quiescence();
+                            EXPECT_EQ(ran_costs, (std::vector<double>{5, 4, 3, 2, 1})) << policy;
+                          }
+                          roam::barrier();
+                        }),
+              0);
+  }
+}
+
 TEST(LoadBalancing, UnknownPolicyIsRejected) {
   roam::config cfg = roam::config::from_environment();
   cfg.lb = "no_such_policy";
