@@ -527,7 +527,18 @@ void deliver_object_message(node_runtime& n, message_ptr& m, object_run_function
     run_granted(n, e, m, oh, run);
     return;
   }
-  if (pass_gates(n, e, m, oh, true) == gate_result::run_now) run_granted(n, e, m, oh, run);
+  switch (pass_gates(n, e, m, oh, true)) {
+    case gate_result::run_now:
+      run_granted(n, e, m, oh, run);
+      return;
+    case gate_result::queued:
+      // Granted, but a scheduling policy runs it: this turn counts as handled when it
+      // ends, and the queued message again when it runs.
+      note_deferred(n);
+      return;
+    case gate_result::consumed:
+      return;
+  }
 }
 
 void give_back_granted(node_runtime& n, message_ptr m) noexcept {
