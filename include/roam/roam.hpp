@@ -2,6 +2,7 @@
 #pragma once
 
 #include <roam/am/buffer.hpp>
+#include <roam/am/channel.hpp>
 #include <roam/am/collectives.hpp>
 #include <roam/am/event.hpp>
 #include <roam/am/remote_promise.hpp>

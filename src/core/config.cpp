@@ -82,6 +82,13 @@ const std::vector<setting>& settings() {
        [](config& c, std::string_view v, const std::string& o) {
          c.inline_bytes = parse_count(v, o, 0, 65536);
        }},
+      {"aggregate-bytes", "ROAM_AGGREGATE_BYTES", "0..16777216",
+       "size of a channel's aggregation buffer per destination and thread; 0: no "
+       "aggregation (default 8192)",
+       false,
+       [](config& c, std::string_view v, const std::string& o) {
+         c.aggregate_bytes = parse_count(v, o, 0, 16u << 20);
+       }},
       {"lend-app-thread", "ROAM_LEND_APP_THREAD", "on|off",
        "a waiting application thread runs its node's work (default on)", true,
        [](config& c, std::string_view v, const std::string& o) {

@@ -1,5 +1,7 @@
 #include "fiber.hpp"
 
+#include <roam/core/detail/aggregation.hpp>
+
 #include "node_runtime.hpp"
 
 #include <roam/core/detail/node_api.hpp>
@@ -253,6 +255,9 @@ bool run_one_item_of_my_node() {
 }
 
 void suspend(void (*park)(fiber*, void*), void* arg) {
+  // The fiber may resume on another thread: what it aggregated here leaves first, so its
+  // messages to one node stay in order.
+  flush_thread_lanes();
   switch_request request{false, park, arg};
   leave(&request);
 }

@@ -132,7 +132,10 @@ void node_runtime::destroy_extensions() noexcept {
     }
 }
 
-node_runtime::~node_runtime() { destroy_extensions(); }
+node_runtime::~node_runtime() {
+  destroy_extensions();
+  release_thread_lanes(*this);
+}
 
 void node_runtime::start_extensions() {
   for (unsigned slot = 0; slot < extension_slots; ++slot)
@@ -235,6 +238,10 @@ void node_runtime::execute(work_item* w) {
     fatal("unknown handler id " + std::to_string(h.handler) + " in a message from node " +
           std::to_string(h.source) + " to node " + std::to_string(h.dest) + " (this binary has " +
           std::to_string(handler_registry::size()) + " handlers)");
+  if (!e->invoke)
+    fatal(describe(h) +
+          ": a channel handler arrived as a message of its own; channel messages "
+          "travel only inside bundles (corrupt message, or a different binary?)");
   try {
     e->invoke(self, m);
   } catch (const deserialization_error& ex) {
@@ -274,7 +281,10 @@ std::string type_name_of(const std::type_info& type) {
   return result;
 }
 
-void bind_thread_to_node(node_runtime* n) noexcept { tl_node = n; }
+void bind_thread_to_node(node_runtime* n) noexcept {
+  forget_thread_lanes();
+  tl_node = n;
+}
 // Not inlined: a fiber may resume on another thread, and a caller must not reuse a
 // thread-local address computed before the switch.
 [[gnu::noinline]] node_runtime* current_node() noexcept { return tl_node; }
@@ -295,8 +305,16 @@ void post(node_runtime& from, message_ptr m) {
   if (h.dest >= from.size())
     fatal("message for node " + std::to_string(h.dest) + " but the job has " +
           std::to_string(from.size()) + " nodes (" + describe(h) + ")");
-  if (!(h.flags & flag_system)) from.sent.fetch_add(1);
-  if (h.dest == from.id()) {
+  if (!(h.flags & flag_system)) {
+    from.sent.fetch_add(1);
+    flush_ordered_lane(from, h.dest);  // what this thread aggregated for dest goes first
+  }
+  post_counted(from, std::move(m));
+}
+
+void post_counted(node_runtime& from, message_ptr m) noexcept {
+  m->header.source = from.id();
+  if (m->header.dest == from.id()) {
     from.accept_local(std::move(m));
     return;
   }
@@ -379,6 +397,8 @@ void park_on(fiber* f, void* arg) {
 
 void wait(waitable& w) {
   if (w.ready()) return;
+  // Whatever this thread aggregated may be what the wait is for.
+  flush_thread_lanes();
   w.waiters_.fetch_add(1, std::memory_order_seq_cst);
   if (on_fiber()) {
     if (!w.ready()) suspend(park_on, &w);
@@ -456,6 +476,7 @@ void detect_quiescence(node_runtime& n) {
         "roam: wait_quiescence called from inside a handler: the calling handler is itself "
         "unfinished work, so quiescence can never be observed; call it from the application "
         "thread");
+  flush_thread_lanes();
   static std::atomic<std::uint64_t> waves{0};
   std::uint64_t previous_sent = ~0ull, previous_handled = ~0ull;
   for (;;) {

@@ -1,6 +1,7 @@
 // One node: its scheduler, counters, pending calls and rendezvous slots.
 #pragma once
 
+#include "aggregation_lanes.hpp"
 #include "scheduler.hpp"
 
 #include <roam/core/config.hpp>
@@ -61,6 +62,11 @@ class node_runtime {
   std::unordered_map<std::uint64_t, std::shared_ptr<void>> slots;
   std::atomic<std::uint64_t> collective_sequence{0};
 
+  /// Aggregation lanes of the threads that sent channel messages (aggregation.cpp).
+  std::mutex lanes_lock;
+  std::vector<std::unique_ptr<thread_lanes>> thread_lanes_list;
+  ordered_streams streams;  ///< ordered bundles that arrived here, per sender thread
+
   /// States of the registered node extensions (see register_node_extension).
   std::array<void*, extension_slots> extensions{};
 
@@ -77,6 +83,10 @@ class node_runtime {
   std::unordered_map<std::uint64_t, std::shared_ptr<reply_target>> calls_;
   std::uint64_t next_call_ = 1;
 };
+
+/// post() for a message already counted for quiescence (an aggregation bundle, counted
+/// when it was opened): delivers it locally or hands it to the transport.
+void post_counted(node_runtime& from, message_ptr m) noexcept;
 
 /// Makes the calling thread belong to `n` (or to no node with nullptr).
 void bind_thread_to_node(node_runtime* n) noexcept;

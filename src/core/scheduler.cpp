@@ -1,5 +1,7 @@
 #include "scheduler.hpp"
 
+#include <roam/core/detail/aggregation.hpp>
+
 #include "fiber.hpp"
 #include "node_runtime.hpp"
 
@@ -285,6 +287,7 @@ void scheduler::worker_main(unsigned index) {
       run_item(w);
       continue;
     }
+    flush_thread_lanes();  // an idle sender ships what it aggregated
     if (hooks_.idle) hooks_.idle(hooks_.context);
     if (progress_ && progress_()) {
       glance = false;

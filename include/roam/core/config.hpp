@@ -29,6 +29,10 @@ struct config {
   bool comm_thread = false;
   /// Payloads up to this many bytes travel inside the header message (mpi).
   std::uint32_t inline_bytes = 512;
+  /// Size of a per-destination aggregation buffer of channels (docs/guide/aggregation.md),
+  /// in bytes: a buffer ships when it is full, when its thread goes idle or waits, and on
+  /// roam::flush(). 0 ships every channel message at once.
+  std::uint32_t aggregate_bytes = 8192;
   /// A waiting application thread runs its node's work (on), or only waits (off).
   bool lend_app_thread = true;
   /// Pin workers to cores through hwloc.

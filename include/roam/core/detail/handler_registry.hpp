@@ -8,6 +8,7 @@
 
 #include <roam/transport/message.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -27,11 +28,20 @@ using invoke_function = void (*)(node_runtime& node, message_ptr& m);
 /// load) even while every worker is busy. Throws deserialization_error for bad payloads.
 using admit_function = bool (*)(node_runtime& node, message_ptr& m);
 
+/// Runs the handler of a channel once per record of a combined group (see
+/// core/detail/aggregation.hpp): `count` records in `bytes` bytes at `records`, for the
+/// function `function` names (pointer handlers; 0 otherwise). Throws deserialization_error
+/// when the records do not match the handler's parameters.
+using batch_function = void (*)(node_runtime& node, const std::byte* records, std::size_t bytes,
+                                std::uint32_t count, std::uint64_t function);
+
 struct handler_entry {
   std::string_view name;  ///< stable, human-readable (shown in errors)
+  /// Runs one message; nullptr for handlers that only run through `batch` (channels).
   invoke_function invoke;
   std::uint32_t id = ~0u;          ///< assigned by handler_registry::seal()
   admit_function admit = nullptr;  ///< optional, see admit_function
+  batch_function batch = nullptr;  ///< channel handlers: runs the records of a group
 };
 
 class handler_registry {

@@ -1,0 +1,95 @@
+// roam — aggregation buffers: many small messages to one node travel as one bundle.
+//
+// Every thread of a node that sends through a channel (am/channel.hpp) gets, lazily, one
+// lane per destination node and ordering kind. A lane holds an open bundle: a message of
+// the runtime's bundle handler whose payload is a sequence of groups. Consecutive records
+// for the same handler (and function) form one group, so the handler id is stored once and
+// each record holds only the arguments (combining, STAPL-RTS §2.7). The receiver runs a
+// group in one loop through the handler's batch function (handler_registry.hpp).
+//
+// Lanes belong to one thread and are never locked: threads do not share buffers, so the
+// fast path of a record is a few loads, a compare and a copy (ADR 24 says why this beats
+// buffers shared between threads).
+//
+// A bundle is counted for quiescence when it is opened, so quiescence cannot be observed
+// while records wait in a lane; lanes are flushed when full, when their thread finds no
+// work or waits (including a handler that suspends), on roam::flush(), and before a
+// direct message from the same thread to the same node (ordered lanes only), which keeps
+// every message a thread sends to one node in order.
+#pragma once
+
+#include <roam/transport/message.hpp>
+#include <roam/transport/node_id.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace roam::detail {
+
+class node_runtime;
+
+/// How a group is laid out on the wire: this header, then `bytes` bytes of records.
+struct group_header {
+  std::uint32_t handler = 0;   ///< handler id (a channel handler, or any handler's messages)
+  std::uint32_t count = 0;     ///< records in the group
+  std::uint32_t bytes = 0;     ///< record bytes after this header
+  std::uint32_t reserved = 0;  ///< 0
+  std::uint64_t function = 0;  ///< function token of pointer handlers, else 0
+};
+static_assert(sizeof(group_header) == 24);
+
+/// Ordered lanes keep a thread's messages to one node in order with its direct sends;
+/// unordered ones are not flushed by direct sends (their records may run before or after
+/// the thread's other messages).
+enum class lane_order : unsigned { ordered = 0, unordered = 1 };
+
+/// One thread's aggregation buffer to one destination. Touched only by its thread.
+struct lane {
+  std::byte* cursor = nullptr;   ///< where the next record goes (nullptr: no open bundle)
+  std::byte* limit = nullptr;    ///< end of the room for records
+  std::uint32_t handler = ~0u;   ///< handler of the open group (~0u: none)
+  std::uint32_t count = 0;       ///< records in the open group
+  std::uint64_t function = 0;    ///< function token of the open group
+  std::byte* group = nullptr;    ///< header of the open group
+  message* bundle = nullptr;     ///< the open bundle (owned)
+};
+
+/// The calling thread's lane to `dest` on the node it belongs to, or nullptr when the
+/// thread aggregates nothing (it belongs to no node, acts for another node, aggregation is
+/// off) or `dest` is out of range; append_record() then does the right thing.
+/// Not inlined: a fiber may resume on another thread, whose lanes it must then use.
+lane* lane_to(node_id dest, lane_order order) noexcept;
+
+/// Appends a record (the slow path of append_fixed_record, and every variable-size
+/// record): opens a bundle or a group, flushes a full bundle, or ships the record at once
+/// when the calling thread has no lanes. `length_prefixed` records get a 4-byte length.
+/// Throws roam::usage_error when `dest` is not a node of the job.
+void append_record(node_id dest, lane_order order, std::uint32_t handler,
+                   std::uint64_t function, const void* record, std::size_t size,
+                   bool length_prefixed);
+
+/// The fast path: a fixed-size record that continues the open group of its lane.
+template <std::size_t Size>
+inline void append_fixed_record(node_id dest, lane_order order, std::uint32_t handler,
+                                std::uint64_t function, const std::byte* record) {
+  lane* l = lane_to(dest, order);
+  if (l && l->handler == handler && l->function == function &&
+      static_cast<std::size_t>(l->limit - l->cursor) >= Size) {
+    std::memcpy(l->cursor, record, Size);
+    l->cursor += Size;
+    ++l->count;
+    return;
+  }
+  append_record(dest, order, handler, function, record, Size, false);
+}
+
+/// Sends a complete, not yet posted message through the calling thread's lane to its
+/// destination (a record of its payload, rebuilt into a message by the receiver). Only
+/// fire-and-forget messages: no flags, no reply.
+void aggregate_message(node_runtime& from, message_ptr m, lane_order order);
+
+/// Ships every open bundle of the calling thread (no-op when it has none).
+void flush_thread_lanes() noexcept;
+
+}  // namespace roam::detail
