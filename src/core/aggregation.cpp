@@ -16,7 +16,7 @@
 namespace roam::detail {
 namespace {
 
-thread_local thread_lanes* tl_lanes = nullptr;
+thread_local thread_lanes* tl_lanes [[gnu::tls_model("initial-exec")]] = nullptr;
 
 void run_ordered_bundle(node_runtime& node, message_ptr& m);
 bool admit_ordered_bundle(node_runtime& node, message_ptr& m);
@@ -120,15 +120,15 @@ void run_bundle(node_runtime& node, message_ptr& m) {
     const handler_entry* e = handler_registry::find(g.handler);
     if (!e)
       fatal("unknown handler id " + std::to_string(g.handler) + " in a bundle from node " +
-            std::to_string(h.source) + " to node " + std::to_string(h.dest) +
-            " (this binary has " + std::to_string(handler_registry::size()) + " handlers)");
+            std::to_string(h.source) + " to node " + std::to_string(h.dest) + " (this binary has " +
+            std::to_string(handler_registry::size()) + " handlers)");
     if (e->batch) {
       // Errors name the channel's handler, not the bundle that carried it.
       try {
         e->batch(node, p, g.bytes, g.count, g.function);
       } catch (const deserialization_error& ex) {
-        fatal("malformed records for handler '" + std::string(e->name) + "' in a bundle from node " +
-              std::to_string(h.source) + ": " + ex.what());
+        fatal("malformed records for handler '" + std::string(e->name) +
+              "' in a bundle from node " + std::to_string(h.source) + ": " + ex.what());
       } catch (const std::exception& ex) {
         fatal("handler '" + std::string(e->name) + "' (a channel message from node " +
               std::to_string(h.source) + ") threw " + type_name_of(typeid(ex)) + ": " + ex.what());
@@ -176,7 +176,7 @@ message_ptr open_bundle(node_runtime& n, node_id dest, std::size_t room, lane_or
   m->header.dest = dest;
   m->header.flags = 0;
   m->header.reply_to = ordered ? serial : 0;  // the stream; bundles never want replies
-  n.sent.fetch_add(1);  // counted from now on, so quiescence waits for it
+  n.sent.fetch_add(1);                        // counted from now on, so quiescence waits for it
   return m;
 }
 
@@ -196,7 +196,12 @@ thread_lanes* lanes_of_this_thread(node_runtime& n) {
   if (n.process().settings().aggregate_bytes == 0) return nullptr;
   auto s = std::make_unique<thread_lanes>();
   s->node = &n;
-  s->room = n.process().settings().aggregate_bytes;
+  // The whole block (message object, header, records) takes the configured bytes, so
+  // that it fills its size class exactly.
+  s->room = std::max<std::size_t>(n.process().settings().aggregate_bytes,
+                                  2 * sizeof(message) + sizeof(group_header)) -
+            sizeof(message);
+  s->destinations = n.size();
   s->lanes.resize(2 * static_cast<std::size_t>(n.size()));
   s->listed.resize(s->lanes.size());
   tl_lanes = s.get();
@@ -208,9 +213,12 @@ thread_lanes* lanes_of_this_thread(node_runtime& n) {
 
 }  // namespace
 
+// A thread's lanes are those of the node it is bound to (bind_thread_to_node forgets them).
+// Admission functions, which act for another node on the delivering thread, never send
+// through channels, so the lanes need no check against the current node.
 [[gnu::noinline]] lane* lane_to(node_id dest, lane_order order) noexcept {
   thread_lanes* s = tl_lanes;
-  if (!s || s->node != current_node() || dest >= s->lanes.size() / 2) return nullptr;
+  if (!s || dest >= s->destinations) return nullptr;
   return &s->lanes[2 * static_cast<std::size_t>(dest) + static_cast<unsigned>(order)];
 }
 
@@ -289,7 +297,7 @@ void flush_thread_lanes() noexcept {
 
 void flush_ordered_lane(node_runtime& from, node_id dest) noexcept {
   thread_lanes* s = tl_lanes;
-  if (!s || s->open.empty() || s->node != &from || dest >= s->lanes.size() / 2) return;
+  if (!s || s->open.empty() || s->node != &from || dest >= s->destinations) return;
   const std::size_t index = 2 * static_cast<std::size_t>(dest);
   if (!s->lanes[index].bundle) return;
   flush_lane(*s, index);

@@ -15,19 +15,20 @@ namespace roam::detail {
 /// the thread's first channel message and owned by the node (freed with it).
 struct thread_lanes {
   node_runtime* node = nullptr;
-  std::uint32_t serial = 0;            ///< names this thread's ordered streams (from 1)
-  std::size_t room = 0;                ///< bytes of records per bundle (config aggregate_bytes)
-  std::vector<lane> lanes;             ///< index 2 * dest + order
-  std::vector<std::size_t> open;       ///< indices of lanes that may hold a bundle
-  std::vector<std::uint8_t> listed;    ///< whether a lane's index is in `open`
+  std::uint32_t serial = 0;          ///< names this thread's ordered streams (from 1)
+  node_id destinations = 0;          ///< nodes of the job
+  std::size_t room = 0;              ///< bytes of records per bundle (config aggregate_bytes)
+  std::vector<lane> lanes;           ///< index 2 * dest + order
+  std::vector<std::size_t> open;     ///< indices of lanes that may hold a bundle
+  std::vector<std::uint8_t> listed;  ///< whether a lane's index is in `open`
 };
 
 /// The receiving side of ordered streams: bundles of one sender thread's ordered lane run
 /// one after another. A stream is keyed by (source node, sender serial).
 struct ordered_streams {
   struct stream {
-    bool busy = false;                ///< a bundle of it is queued or running
-    std::deque<message*> held;        ///< bundles that arrived meanwhile, in order
+    bool busy = false;          ///< a bundle of it is queued or running
+    std::deque<message*> held;  ///< bundles that arrived meanwhile, in order
   };
   std::mutex lock;
   std::unordered_map<std::uint64_t, stream> streams;

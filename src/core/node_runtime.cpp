@@ -4,6 +4,7 @@
 #include "process_runtime.hpp"
 
 #include <roam/core/detail/handler_registry.hpp>
+#include <roam/core/runtime.hpp>
 
 #include <cxxabi.h>
 
@@ -14,7 +15,9 @@
 namespace roam::detail {
 namespace {
 
-thread_local node_runtime* tl_node = nullptr;
+// initial-exec: roam is linked into the executable, so its thread-locals sit at a fixed
+// offset from the thread pointer; reading them costs a load, not a __tls_get_addr call.
+thread_local node_runtime* tl_node [[gnu::tls_model("initial-exec")]] = nullptr;
 
 std::string describe(const message_header& h) {
   const handler_entry* e = handler_registry::find(h.handler);
@@ -288,6 +291,17 @@ void bind_thread_to_node(node_runtime* n) noexcept {
 // Not inlined: a fiber may resume on another thread, and a caller must not reuse a
 // thread-local address computed before the switch.
 [[gnu::noinline]] node_runtime* current_node() noexcept { return tl_node; }
+
+}  // namespace roam::detail
+
+// Here, beside the thread-local it reads: handlers call it per message (to find their
+// node's data), and the common case is then one load.
+roam::node_id roam::this_node() {
+  if (detail::node_runtime* n = detail::tl_node) return n->id();
+  return detail::id_of(detail::sending_node("roam::this_node"));
+}
+
+namespace roam::detail {
 
 node_runtime& require_node(const char* caller) {
   if (!tl_node)

@@ -219,7 +219,6 @@ int run_spmd(const config& cfg, std::function<void()> body) {
 
 namespace roam {
 
-node_id this_node() { return detail::id_of(detail::sending_node("roam::this_node")); }
 node_id num_nodes() { return detail::size_of(detail::sending_node("roam::num_nodes")); }
 void wait_quiescence() { detail::detect_quiescence(detail::require_node("roam::wait_quiescence")); }
 

@@ -272,6 +272,7 @@ void scheduler::worker_main(unsigned index) {
   bool glance = false;
   bool woken = false;  // back from parking, not yet through a search
   unsigned rounds = 0;
+  unsigned items_since_poll = 0;
   auto since = std::chrono::steady_clock::now();
   while (!stopping_.load(std::memory_order_relaxed)) {
     if (work_item* w = find_work(self)) {
@@ -285,6 +286,9 @@ void scheduler::worker_main(unsigned index) {
       searching = glance = woken = false;
       rounds = 0;
       run_item(w);
+      // A worker that always finds work would never poll the network, and messages from
+      // other nodes (or a busy sender's own transfers) would wait: poll every few items.
+      if (progress_ && (++items_since_poll & 7) == 0) progress_();
       continue;
     }
     flush_thread_lanes();  // an idle sender ships what it aggregated

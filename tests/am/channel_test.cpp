@@ -217,9 +217,8 @@ TEST(Channel, FlushShipsWithoutWaiting) {
   run_everywhere([] {
     roam::barrier();
     if (roam::this_node() == 0) {
-      auto ask = roam::channel([](roam::node_id back) {
-        roam::send(back, [] { answers.fetch_add(1); });
-      });
+      auto ask =
+          roam::channel([](roam::node_id back) { roam::send(back, [] { answers.fetch_add(1); }); });
       ask(roam::num_nodes() - 1, roam::node_id{0});
       roam::flush();
       const auto deadline = std::chrono::steady_clock::now() + 20s;
@@ -239,7 +238,9 @@ TEST(Channel, HandlersMayWaitInsideAGroup) {
   run_everywhere([] {
     auto ch = roam::channel([](roam::node_id source, long seq) {
       if (seq % 100 == 0) {
-        long echoed = roam::call(source, [](long v) { return v; }, seq).get();
+        long echoed = roam::call(
+                          source, [](long v) { return v; }, seq)
+                          .get();
         EXPECT_EQ(echoed, seq);
       }
       observe(source, seq);

@@ -113,8 +113,8 @@ struct channel_handler {
       std::size_t at = 0;
       for (std::uint32_t i = 0; i < count; ++i) {
         std::uint32_t length = 0;
-        if (bytes - at < sizeof length || (std::memcpy(&length, data + at, sizeof length),
-                                           length > bytes - at - sizeof length))
+        if (bytes - at < sizeof length ||
+            (std::memcpy(&length, data + at, sizeof length), length > bytes - at - sizeof length))
           throw deserialization_error("record " + std::to_string(i) + " of " +
                                       std::to_string(count) + " is truncated");
         at += sizeof length;
@@ -171,15 +171,17 @@ class channel_of {
       [&]<std::size_t... I>(std::index_sequence<I...>) {
         (
             [&]<class P>(auto&& a) {
-              static_assert(std::is_constructible_v<P, decltype(a)>,
-                            "roam: an argument cannot be converted to the handler's parameter type");
+              static_assert(
+                  std::is_constructible_v<P, decltype(a)>,
+                  "roam: an argument cannot be converted to the handler's parameter type");
               const P value(std::forward<decltype(a)>(a));
               std::memcpy(record + offset, &value, sizeof value);
               offset += sizeof value;
-            }.template operator()<std::decay_t<std::tuple_element_t<I, params>>>(
-                std::forward<Args>(args)),
+            }.template
+            operator()<std::decay_t<std::tuple_element_t<I, params>>>(std::forward<Args>(args)),
             ...);
-      }(std::index_sequence_for<Args...>{});
+      }
+      (std::index_sequence_for<Args...>{});
       detail::append_fixed_record<handler::record_size>(dest, order_, id, function, record);
     } else {
       detail::message_ptr scratch = detail::message::allocate(0);

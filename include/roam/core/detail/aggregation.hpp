@@ -46,13 +46,13 @@ enum class lane_order : unsigned { ordered = 0, unordered = 1 };
 
 /// One thread's aggregation buffer to one destination. Touched only by its thread.
 struct lane {
-  std::byte* cursor = nullptr;   ///< where the next record goes (nullptr: no open bundle)
-  std::byte* limit = nullptr;    ///< end of the room for records
-  std::uint32_t handler = ~0u;   ///< handler of the open group (~0u: none)
-  std::uint32_t count = 0;       ///< records in the open group
-  std::uint64_t function = 0;    ///< function token of the open group
-  std::byte* group = nullptr;    ///< header of the open group
-  message* bundle = nullptr;     ///< the open bundle (owned)
+  std::byte* cursor = nullptr;  ///< where the next record goes (nullptr: no open bundle)
+  std::byte* limit = nullptr;   ///< end of the room for records
+  std::uint32_t handler = ~0u;  ///< handler of the open group (~0u: none)
+  std::uint32_t count = 0;      ///< records in the open group
+  std::uint64_t function = 0;   ///< function token of the open group
+  std::byte* group = nullptr;   ///< header of the open group
+  message* bundle = nullptr;    ///< the open bundle (owned)
 };
 
 /// The calling thread's lane to `dest` on the node it belongs to, or nullptr when the
@@ -65,9 +65,8 @@ lane* lane_to(node_id dest, lane_order order) noexcept;
 /// record): opens a bundle or a group, flushes a full bundle, or ships the record at once
 /// when the calling thread has no lanes. `length_prefixed` records get a 4-byte length.
 /// Throws roam::usage_error when `dest` is not a node of the job.
-void append_record(node_id dest, lane_order order, std::uint32_t handler,
-                   std::uint64_t function, const void* record, std::size_t size,
-                   bool length_prefixed);
+void append_record(node_id dest, lane_order order, std::uint32_t handler, std::uint64_t function,
+                   const void* record, std::size_t size, bool length_prefixed);
 
 /// The fast path: a fixed-size record that continues the open group of its lane.
 template <std::size_t Size>

@@ -1,0 +1,76 @@
+// bale histogram: every node adds 1 to `updates` random slots of a table distributed over
+// all nodes. With roam each update is one channel message; the channel aggregates them
+// per destination and the owner applies a whole group in one loop.
+//
+// One worker per node owns the node's table (run the kernel with one thread per node), so
+// the updates need no atomics, as in bale's own versions.
+#pragma once
+
+#include "node_storage.hpp"
+#include "random_stream.hpp"
+
+#include <roam/roam.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+namespace bale {
+
+struct histogram_setup {
+  std::uint64_t updates = 1'000'000;   ///< per node
+  std::uint64_t table_size = 1 << 20;  ///< slots per node, a power of two
+  std::uint64_t seed = 1;
+};
+
+inline node_storage<std::vector<std::int64_t>>& histogram_tables() {
+  static node_storage<std::vector<std::int64_t>> tables;
+  return tables;
+}
+
+/// Sends this node's updates: runs on a worker of the node, in slices, yielding between
+/// them so that the updates arriving from other nodes are applied meanwhile (one thread
+/// per node does both, like a bale PE; no thread spins beside it).
+inline void histogram_send_updates(histogram_setup s) {
+  static const auto add =
+      roam::channel([](std::uint32_t slot) { ++histogram_tables().mine()[slot]; });
+  const std::uint32_t nodes = roam::num_nodes();
+  random_stream random(s.seed, roam::this_node());
+  constexpr std::uint64_t slice = 1 << 15;
+  for (std::uint64_t i = 0; i < s.updates; ++i) {
+    const position p = position_of(random.next(), nodes, s.table_size);
+    add(p.owner, p.slot);
+    if (i % slice == slice - 1) roam::this_task::yield();
+  }
+}
+
+/// The kernel, on every node (SPMD, inside roam::run). Returns the seconds from the first
+/// update sent to the last one applied, anywhere. The node's table is
+/// histogram_tables().mine() afterwards.
+inline double histogram_roam(const histogram_setup& s) {
+  check_table_size(s.table_size);
+  histogram_tables().prepare();
+  histogram_tables().mine().assign(s.table_size, 0);
+  roam::barrier();
+  const auto start = std::chrono::steady_clock::now();
+  roam::call(roam::this_node(), histogram_send_updates, s).get();
+  roam::barrier();  // every node has sent everything
+  roam::wait_quiescence();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// The serial reference: node `node`'s table after every node of `nodes` ran the kernel.
+inline std::vector<std::int64_t> histogram_serial(const histogram_setup& s, std::uint32_t nodes,
+                                                  std::uint32_t node) {
+  std::vector<std::int64_t> table(s.table_size, 0);
+  for (std::uint32_t from = 0; from < nodes; ++from) {
+    random_stream random(s.seed, from);
+    for (std::uint64_t i = 0; i < s.updates; ++i) {
+      const position p = position_of(random.next(), nodes, s.table_size);
+      if (p.owner == node) ++table[p.slot];
+    }
+  }
+  return table;
+}
+
+}  // namespace bale
