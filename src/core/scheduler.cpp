@@ -273,6 +273,8 @@ void scheduler::worker_main(unsigned index) {
   bool woken = false;  // back from parking, not yet through a search
   unsigned rounds = 0;
   unsigned items_since_poll = 0;
+  constexpr auto busy_poll_interval = std::chrono::microseconds(20);
+  auto last_poll = std::chrono::steady_clock::now();
   auto since = std::chrono::steady_clock::now();
   while (!stopping_.load(std::memory_order_relaxed)) {
     if (work_item* w = find_work(self)) {
@@ -287,8 +289,16 @@ void scheduler::worker_main(unsigned index) {
       rounds = 0;
       run_item(w);
       // A worker that always finds work would never poll the network, and messages from
-      // other nodes (or a busy sender's own transfers) would wait: poll every few items.
-      if (progress_ && (++items_since_poll & 7) == 0) progress_();
+      // other nodes (or a busy sender's own transfers) would wait. Poll when the items
+      // since the last poll took long; looking at the clock every 8th item keeps short
+      // handlers (a message stream) from paying a poll each.
+      if (progress_ && (++items_since_poll & 7) == 0) {
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last_poll > busy_poll_interval) {
+          last_poll = now;
+          progress_();
+        }
+      }
       continue;
     }
     flush_thread_lanes();  // an idle sender ships what it aggregated

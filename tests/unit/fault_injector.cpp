@@ -1,6 +1,7 @@
 // Injects one fault, chosen by argv[1], into a 2-node job. Every fault must stop the whole
 // job with a non-zero status and a message naming the cause (checked by
 // tests/expect_fatal.cmake); none may hang.
+#include <roam/core/detail/aggregation.hpp>
 #include <roam/core/detail/function_table.hpp>
 #include <roam/roam.hpp>
 
@@ -41,6 +42,26 @@ std::uint32_t id_of_string_handler() {
   return roam::detail::id_of(entry::entry);
 }
 
+std::uint32_t id_of_handler_named(std::string_view name) {
+  for (std::uint32_t id = 0; id < roam::detail::handler_registry::size(); ++id)
+    if (const auto* e = roam::detail::handler_registry::find(id); e && e->name == name) return id;
+  std::fprintf(stderr, "no handler named %.*s\n", static_cast<int>(name.size()), name.data());
+  std::exit(3);
+}
+
+// A bundle (the aggregation of channel messages) whose only group announces more record
+// bytes than follow it.
+std::vector<std::byte> corrupt_bundle() {
+  roam::detail::group_header g;
+  g.handler = 0;
+  g.count = 10;
+  g.bytes = 1000;
+  auto h = header_for(id_of_handler_named("roam.core.bundle.unordered"), sizeof g);
+  h.function = 0;
+  roam::detail::seal(h);
+  return wire_bytes(h, &g, sizeof g);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -73,6 +94,11 @@ int main(int argc, char** argv) {
         std::uint64_t payload[2] = {0, 0};  // an empty string plus 8 bytes nobody reads
         auto h = header_for(id_of_string_handler(), sizeof payload);
         roam::detail::send_raw_for_testing(1, wire_bytes(h, payload, sizeof payload));
+      } else if (mode == "channel-throws") {
+        auto ch = roam::channel([](int) { throw std::runtime_error("boom from a channel"); });
+        ch(1, 5);
+      } else if (mode == "corrupt-bundle") {
+        roam::detail::send_raw_for_testing(1, corrupt_bundle());
       } else if (mode == "body-throws") {
         throw std::logic_error("the application gave up");
       } else if (mode == "event-fired") {
