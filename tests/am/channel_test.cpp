@@ -203,7 +203,7 @@ TEST(Channel, ArgumentsOfAnyTypeTravelIntact) {
     roam::barrier();  // every node has sent
     roam::wait_quiescence();
     long long expected = 0;
-    for (int i = 0; i < 300; ++i) expected += 3 * (i % 40);
+    for (int i = 0; i < 300; ++i) expected += 3LL * (i % 40);
     EXPECT_EQ(job_total(received), 300 * static_cast<long long>(roam::num_nodes()));
     EXPECT_EQ(job_total(received_sum), expected * roam::num_nodes());
   });
