@@ -67,40 +67,6 @@ std::string handler_label(std::uint32_t id) {
   return e ? "handler '" + std::string(e->name) + "'" : "handler #" + std::to_string(id);
 }
 
-// A group of handler messages (not a channel's records): each record is a payload; it is
-// rebuilt into the message it was and delivered like one that arrived alone.
-void deliver_message_records(node_runtime& node, const message_header& bundle,
-                             const group_header& g, const std::byte* data) {
-  std::size_t at = 0;
-  for (std::uint32_t i = 0; i < g.count; ++i) {
-    std::uint32_t length = 0;
-    if (g.bytes - at < sizeof length)
-      throw deserialization_error("a message record of " + handler_label(g.handler) +
-                                  " is truncated (record " + std::to_string(i) + " of " +
-                                  std::to_string(g.count) + ")");
-    std::memcpy(&length, data + at, sizeof length);
-    at += sizeof length;
-    if (length > g.bytes - at)
-      throw deserialization_error("a message record of " + handler_label(g.handler) +
-                                  " announces " + std::to_string(length) + " bytes but " +
-                                  std::to_string(g.bytes - at) + " remain in its group");
-    message_ptr one = message::allocate(length);
-    one->header.handler = g.handler;
-    one->header.function = g.function;
-    one->header.source = bundle.source;
-    one->header.dest = bundle.dest;
-    one->header.payload_size = length;
-    std::memcpy(one->payload(), data + at, length);
-    at += length;
-    note_deferred(node);  // counted here; handled when it runs, like any message
-    node.accept_local(std::move(one));
-  }
-  if (at != g.bytes)
-    throw deserialization_error(std::to_string(g.bytes - at) + " bytes after the last of " +
-                                std::to_string(g.count) + " message records of " +
-                                handler_label(g.handler));
-}
-
 void run_bundle(node_runtime& node, message_ptr& m) {
   const message_header h = m->header;
   const std::byte* p = m->payload();
@@ -137,7 +103,10 @@ void run_bundle(node_runtime& node, message_ptr& m) {
               std::to_string(h.source) + ") threw an exception not derived from std::exception");
       }
     } else {
-      deliver_message_records(node, h, g, p);
+      fatal("handler '" + std::string(e->name) + "' in a bundle from node " +
+            std::to_string(h.source) +
+            " is not a channel handler (corrupt bundle, or a "
+            "different binary?)");
     }
     p += g.bytes;
     left -= g.bytes;
@@ -274,15 +243,6 @@ void append_record(node_id dest, lane_order order, std::uint32_t handler, std::u
   }
   l->cursor = put_record(l->cursor, record, size, length_prefixed);
   ++l->count;
-}
-
-void aggregate_message(node_runtime& from, message_ptr m, lane_order order) {
-  if (m->header.flags != 0)
-    fatal("internal error: a message with flags " + std::to_string(m->header.flags) +
-          " cannot travel in an aggregation bundle");
-  (void)from;
-  append_record(m->header.dest, order, m->header.handler, m->header.function, m->payload(),
-                m->header.payload_size, true);
 }
 
 void flush_thread_lanes() noexcept {

@@ -31,7 +31,7 @@ class node_runtime;
 
 /// How a group is laid out on the wire: this header, then `bytes` bytes of records.
 struct group_header {
-  std::uint32_t handler = 0;   ///< handler id (a channel handler, or any handler's messages)
+  std::uint32_t handler = 0;   ///< id of a channel handler
   std::uint32_t count = 0;     ///< records in the group
   std::uint32_t bytes = 0;     ///< record bytes after this header
   std::uint32_t reserved = 0;  ///< 0
@@ -82,11 +82,6 @@ inline void append_fixed_record(node_id dest, lane_order order, std::uint32_t ha
   }
   append_record(dest, order, handler, function, record, Size, false);
 }
-
-/// Sends a complete, not yet posted message through the calling thread's lane to its
-/// destination (a record of its payload, rebuilt into a message by the receiver). Only
-/// fire-and-forget messages: no flags, no reply.
-void aggregate_message(node_runtime& from, message_ptr m, lane_order order);
 
 /// Ships every open bundle of the calling thread (no-op when it has none).
 void flush_thread_lanes() noexcept;
