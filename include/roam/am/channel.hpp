@@ -75,11 +75,7 @@ struct channel_handler {
 
   static H resolve(std::uint64_t function) {
     if constexpr (traits::is_function_pointer) {
-      const void* p = decode_function(function);
-      if (!p)
-        throw deserialization_error("the function token " + std::to_string(function) +
-                                    " names no code in this binary");
-      return reinterpret_cast<H>(const_cast<void*>(p));
+      return function_from_token<H>(function);
     } else {
       return H{};
     }

@@ -96,9 +96,7 @@ std::uint64_t operator_token(const Op& op) {
 template <class Op>
 Op operator_from_token(std::uint64_t token) {
   if constexpr (std::is_pointer_v<Op>) {
-    const void* p = decode_function(token);
-    if (!p) throw deserialization_error("reduction operator token names no code in this binary");
-    return reinterpret_cast<Op>(const_cast<void*>(p));
+    return function_from_token<Op>(token);
   } else {
     return Op{};
   }

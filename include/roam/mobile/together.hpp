@@ -62,11 +62,7 @@ struct together_handler<H, std::tuple<T...>, std::tuple<A...>> {
  private:
   H resolve() const {
     if constexpr (is_pointer) {
-      const void* p = decode_function(function);
-      if (!p)
-        throw deserialization_error("the function token " + std::to_string(function) +
-                                    " names no code in this binary");
-      return reinterpret_cast<H>(const_cast<void*>(p));
+      return function_from_token<H>(function);
     } else {
       return function;
     }

@@ -144,6 +144,18 @@ void run_and_reply(node_runtime& node, const message_header& request, std::strin
   send_reply(node, request, std::move(reply), failed);
 }
 
+/// The function pointer (of type F) that a token from a message names. Throws
+/// deserialization_error when it names no code in this binary (a corrupt message, or a
+/// peer running another program).
+template <class F>
+F function_from_token(std::uint64_t token) {
+  const void* p = decode_function(token);
+  if (!p)
+    throw deserialization_error("the function token " + std::to_string(token) +
+                                " names no code in this binary");
+  return reinterpret_cast<F>(const_cast<void*>(p));
+}
+
 /// The registered handler for callable type H.
 template <class H>
 struct am_handler {
@@ -153,11 +165,7 @@ struct am_handler {
 
   static H resolve(const message_header& h, message_reader& r) {
     if constexpr (traits::is_function_pointer) {
-      const void* p = decode_function(h.function);
-      if (!p)
-        throw deserialization_error("the function token " + std::to_string(h.function) +
-                                    " names no code in this binary");
-      return reinterpret_cast<H>(const_cast<void*>(p));
+      return function_from_token<H>(h.function);
     } else if constexpr (std::is_empty_v<H>) {
       return H{};
     } else {
