@@ -8,8 +8,6 @@
 
 #include <mpi.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -25,21 +23,10 @@ inline double histogram(const bale::histogram_setup& s, std::vector<std::int64_t
   table.assign(s.table_size, 0);
   bale::random_stream random(s.seed, static_cast<std::uint32_t>(rank));
   bucket_exchange<std::uint32_t> exchange(comm, batch);
-  MPI_Barrier(comm);
-  const auto start = std::chrono::steady_clock::now();
-  for (std::uint64_t done = 0; done < s.updates;) {
-    const std::uint64_t n = std::min<std::uint64_t>(batch, s.updates - done);
-    exchange.begin_round();
-    for (std::uint64_t i = 0; i < n; ++i) {
-      const bale::position p =
-          bale::position_of(random.next(), static_cast<std::uint32_t>(ranks), s.table_size);
-      exchange.add(p.owner, p.slot);
-    }
+  return timed_rounds(comm, s.updates, batch, [&](std::uint64_t, std::uint64_t n) {
+    bucket_random_slots(exchange, random, n, static_cast<std::uint32_t>(ranks), s.table_size);
     for (std::uint32_t slot : exchange.exchange()) ++table[slot];
-    done += n;
-  }
-  MPI_Barrier(comm);
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  });
 }
 
 }  // namespace bale_mpi

@@ -10,7 +10,6 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -24,31 +23,20 @@ inline double index_gather(const bale::index_gather_setup& s, std::vector<std::i
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &ranks);
   const auto nodes = static_cast<std::uint32_t>(ranks);
-  std::vector<std::int64_t> table(s.table_size);
-  for (std::uint32_t slot = 0; slot < s.table_size; ++slot)
-    table[slot] = bale::table_value({static_cast<std::uint32_t>(rank), slot}, nodes);
+  const std::vector<std::int64_t> table =
+      bale::index_gather_table(static_cast<std::uint32_t>(rank), nodes, s.table_size);
   gathered.assign(s.requests, 0);
   bale::random_stream random(s.seed, static_cast<std::uint32_t>(rank));
   bucket_exchange<std::uint32_t> exchange(comm, batch);
   std::vector<std::int64_t> values;
-  MPI_Barrier(comm);
-  const auto start = std::chrono::steady_clock::now();
-  for (std::uint64_t done = 0; done < s.requests;) {
-    const std::uint64_t n = std::min<std::uint64_t>(batch, s.requests - done);
-    exchange.begin_round();
-    for (std::uint64_t i = 0; i < n; ++i) {
-      const bale::position p = bale::position_of(random.next(), nodes, s.table_size);
-      exchange.add(p.owner, p.slot);
-    }
+  return timed_rounds(comm, s.requests, batch, [&](std::uint64_t done, std::uint64_t n) {
+    bucket_random_slots(exchange, random, n, nodes, s.table_size);
     const std::vector<std::uint32_t>& asked = exchange.exchange();
     values.resize(asked.size());
     for (std::size_t i = 0; i < asked.size(); ++i) values[i] = table[asked[i]];
     const std::vector<std::int64_t> answers = exchange.answer(values);
     std::copy(answers.begin(), answers.end(), gathered.begin() + static_cast<std::ptrdiff_t>(done));
-    done += n;
-  }
-  MPI_Barrier(comm);
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  });
 }
 
 }  // namespace bale_mpi

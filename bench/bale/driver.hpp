@@ -4,12 +4,14 @@
 // rank, the slowest rank's time counting).
 #pragma once
 
+#include "../../examples/bale/node_storage.hpp"
 #include "../bench_report.hpp"
 
 #include <roam/roam.hpp>
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -26,14 +28,11 @@ inline int start_mpi(int& argc, char**& argv, int& ranks) {
   return rank;
 }
 
-/// roam on the ranks MPI already runs: one node per rank, one worker per node (it owns the
-/// node's share of the data, as a bale PE does); the application thread sends and then
-/// only waits.
+/// roam on the ranks MPI already runs: one node per rank, with the settings the kernels
+/// need (bale::one_worker_per_node).
 inline roam::config roam_settings() {
-  roam::config cfg = roam::config::from_environment();
+  roam::config cfg = bale::one_worker_per_node(roam::config::from_environment());
   cfg.transport = roam::transport_kind::mpi;
-  cfg.threads = 1;
-  cfg.lend_app_thread = false;
   return cfg;
 }
 
@@ -70,6 +69,31 @@ inline int report(const char* bench, int rank, int ranks, double operations, dou
     std::fflush(stdout);
   }
   return roam_ok && mpi_ok ? 0 : 1;
+}
+
+/// The whole comparison, after start_mpi(): the best of `rounds` runs of the MPI version
+/// (`mpi_run()` returns its seconds), checked by `mpi_ok()`; then, inside roam::run on the
+/// same ranks, the best of `rounds` runs of the roam version (`roam_run()`), checked by
+/// `roam_ok()` on every node. Reports, finalizes MPI, and returns the exit status.
+template <class MpiRun, class MpiOk, class RoamRun, class RoamOk>
+int compare(const char* bench, int argc, char** argv, int rank, int ranks, double operations,
+            MpiRun mpi_run, MpiOk mpi_ok, RoamRun roam_run, RoamOk roam_ok) {
+  const bool json = roam_bench::wants_json(argc, argv);
+  const long rounds = std::max(1L, roam_bench::option(argc, argv, "--rounds", 2));
+  double mpi_seconds = 1e300;
+  for (long r = 0; r < rounds; ++r) mpi_seconds = std::min(mpi_seconds, mpi_run());
+  const bool mpi_right = everywhere(mpi_ok());
+
+  double roam_seconds = 1e300;
+  bool roam_right = false;
+  roam::run(roam_settings(), [&] {
+    for (long r = 0; r < rounds; ++r) roam_seconds = std::min(roam_seconds, roam_run());
+    roam_right = roam_ok();
+  });
+  const int status = report(bench, rank, ranks, operations, slowest(roam_seconds),
+                            slowest(mpi_seconds), everywhere(roam_right), mpi_right, json);
+  MPI_Finalize();
+  return status;
 }
 
 }  // namespace bale_bench

@@ -2,7 +2,12 @@
 // destination rank, then one MPI_Alltoall of counts and one MPI_Alltoallv of the items.
 #pragma once
 
+#include "../../examples/bale/random_stream.hpp"
+
 #include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
 
 #include <cstdint>
 #include <numeric>
@@ -97,5 +102,32 @@ class bucket_exchange {
   std::vector<T> items_, sorted_, received_;
   std::vector<std::uint32_t> owners_;
 };
+
+/// Starts a round of `n` operations on random positions (the rank's stream `random`): each
+/// position's slot goes to its owner.
+inline void bucket_random_slots(bucket_exchange<std::uint32_t>& exchange,
+                                bale::random_stream& random, std::uint64_t n, std::uint32_t ranks,
+                                std::uint64_t table_size) {
+  exchange.begin_round();
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const bale::position p = bale::position_of(random.next(), ranks, table_size);
+    exchange.add(p.owner, p.slot);
+  }
+}
+
+/// Runs `total` operations in rounds of at most `batch` (`round(done, n)` does one round
+/// of `n`, after `done`), between two barriers; returns the seconds in between.
+template <class Round>
+double timed_rounds(MPI_Comm comm, std::uint64_t total, std::uint64_t batch, Round round) {
+  MPI_Barrier(comm);
+  const auto start = std::chrono::steady_clock::now();
+  for (std::uint64_t done = 0; done < total;) {
+    const std::uint64_t n = std::min<std::uint64_t>(batch, total - done);
+    round(done, n);
+    done += n;
+  }
+  MPI_Barrier(comm);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 }  // namespace bale_mpi

@@ -2,7 +2,7 @@
 // all nodes. With roam each update is one channel message; the channel aggregates them
 // per destination and the owner applies a whole group in one loop.
 //
-// One worker per node owns the node's table (run the kernel with one thread per node), so
+// Run it with bale::one_worker_per_node settings: that worker owns the node's table, so
 // the updates need no atomics, as in bale's own versions.
 #pragma once
 

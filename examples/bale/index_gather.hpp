@@ -3,7 +3,7 @@
 // answer a message through another; both are aggregated and combined, and the owner
 // answers a whole group of requests in one loop.
 //
-// One worker per node owns the node's data (run the kernel with one thread per node).
+// Run it with bale::one_worker_per_node settings (node_storage.hpp).
 #pragma once
 
 #include "node_storage.hpp"
@@ -26,6 +26,15 @@ struct index_gather_setup {
 /// The value stored at a position: easy to check, different everywhere.
 inline std::int64_t table_value(position p, std::uint32_t nodes) noexcept {
   return static_cast<std::int64_t>((std::uint64_t{p.slot} * nodes + p.owner) * 3 + 1);
+}
+
+/// Node `node`'s share of the table.
+inline std::vector<std::int64_t> index_gather_table(std::uint32_t node, std::uint32_t nodes,
+                                                    std::uint64_t table_size) {
+  std::vector<std::int64_t> table(table_size);
+  for (std::uint32_t slot = 0; slot < table_size; ++slot)
+    table[slot] = table_value({node, slot}, nodes);
+  return table;
 }
 
 struct index_gather_node {
@@ -75,10 +84,7 @@ inline double index_gather_roam(const index_gather_setup& s) {
   check_table_size(s.table_size);
   index_gather_nodes().prepare();
   index_gather_node& mine = index_gather_nodes().mine();
-  const std::uint32_t nodes = roam::num_nodes();
-  mine.table.resize(s.table_size);
-  for (std::uint32_t slot = 0; slot < s.table_size; ++slot)
-    mine.table[slot] = table_value({roam::this_node(), slot}, nodes);
+  mine.table = index_gather_table(roam::this_node(), roam::num_nodes(), s.table_size);
   mine.gathered.assign(s.requests, 0);
   roam::barrier();
   const auto start = std::chrono::steady_clock::now();

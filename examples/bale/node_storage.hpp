@@ -10,6 +10,15 @@
 
 namespace bale {
 
+/// The settings the kernels need: one worker per node owns the node's share of the data,
+/// so handlers update it without atomics (as a bale PE does), and the application thread
+/// only waits instead of running handlers beside that worker.
+inline roam::config one_worker_per_node(roam::config cfg) {
+  cfg.threads = 1;
+  cfg.lend_app_thread = false;
+  return cfg;
+}
+
 template <class T>
 class node_storage {
  public:

@@ -8,12 +8,8 @@
 
 namespace {
 
-// The kernels let one worker per node own the node's data (as a bale PE does).
 roam::config one_worker_per_node() {
-  roam::config cfg = roam::config::from_environment();
-  cfg.threads = 1;
-  cfg.lend_app_thread = false;
-  return cfg;
+  return bale::one_worker_per_node(roam::config::from_environment());
 }
 
 TEST(Bale, HistogramEqualsTheSerialCount) {
