@@ -254,6 +254,36 @@ TEST(Channel, HandlersMayWaitInsideAGroup) {
   });
 }
 
+// A worker that never runs out of work (a handler that keeps yielding) still receives
+// messages from other nodes: busy workers poll the network now and then. Node 1's
+// application thread only sleeps (it never waits through roam, so it polls nothing); the
+// message from node 0 can reach node 1 only through its busy worker.
+std::atomic<bool> stop_spinning{false};
+std::atomic<bool> spinner_started{false};
+TEST(Channel, BusyWorkersStillReceive) {
+  stop_spinning = false;
+  spinner_started = false;
+  run_everywhere([] {
+    roam::barrier();
+    const roam::node_id busy = roam::num_nodes() - 1;
+    if (roam::this_node() == busy) {
+      roam::send(busy, [] {
+        spinner_started = true;
+        const auto deadline = std::chrono::steady_clock::now() + 20s;
+        while (!stop_spinning.load() && std::chrono::steady_clock::now() < deadline)
+          roam::this_task::yield();
+        EXPECT_TRUE(stop_spinning.load()) << "the message never reached a busy worker";
+      });
+      while (!spinner_started.load()) std::this_thread::sleep_for(100us);
+      roam::send(0, [] { roam::send(roam::num_nodes() - 1, [] { stop_spinning = true; }); });
+      const auto deadline = std::chrono::steady_clock::now() + 30s;
+      while (!stop_spinning.load() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(100us);
+    }
+    roam::barrier();
+  });
+}
+
 TEST(Channel, BadDestinationIsAUsageError) {
   run_everywhere([] {
     auto ch = roam::channel([](long) {});

@@ -49,17 +49,20 @@ std::uint32_t id_of_handler_named(std::string_view name) {
   std::exit(3);
 }
 
-// A bundle (the aggregation of channel messages) whose only group announces more record
-// bytes than follow it.
-std::vector<std::byte> corrupt_bundle() {
-  roam::detail::group_header g;
-  g.handler = 0;
-  g.count = 10;
-  g.bytes = 1000;
+// A bundle (the aggregation of channel messages) holding one group header: `g` and no
+// records after it.
+std::vector<std::byte> bundle_of(const roam::detail::group_header& g) {
   auto h = header_for(id_of_handler_named("roam.core.bundle.unordered"), sizeof g);
   h.function = 0;
   roam::detail::seal(h);
   return wire_bytes(h, &g, sizeof g);
+}
+
+// A channel's handler, registered in every mode.
+using ignoring_channel = roam::detail::channel_handler<void (*)(int)>;
+std::uint32_t id_of_channel_handler() {
+  (void)ignoring_channel::registered;
+  return roam::detail::id_of(ignoring_channel::entry);
 }
 
 }  // namespace
@@ -69,6 +72,7 @@ int main(int argc, char** argv) {
   return roam::run(argc, argv, [&mode] {
     // Keep takes_string registered in every mode so that the handler tables agree.
     (void)roam::detail::am_handler<void (*)(std::string)>::registered;
+    (void)ignoring_channel::registered;
     if (roam::this_node() == 0) {
       if (mode == "send-throws") {
         roam::send(1, throwing_handler, 1);
@@ -98,7 +102,18 @@ int main(int argc, char** argv) {
         auto ch = roam::channel([](int) { throw std::runtime_error("boom from a channel"); });
         ch(1, 5);
       } else if (mode == "corrupt-bundle") {
-        roam::detail::send_raw_for_testing(1, corrupt_bundle());
+        roam::detail::group_header g;  // announces more record bytes than follow it
+        g.handler = id_of_channel_handler();
+        g.count = 10;
+        g.bytes = 1000;
+        roam::detail::send_raw_for_testing(1, bundle_of(g));
+      } else if (mode == "bundle-of-plain-handler") {
+        roam::detail::group_header g;  // a group for a handler that is no channel's
+        g.handler = id_of_string_handler();
+        roam::detail::send_raw_for_testing(1, bundle_of(g));
+      } else if (mode == "channel-handler-alone") {
+        auto h = header_for(id_of_channel_handler(), 0);  // outside any bundle
+        roam::detail::send_raw_for_testing(1, wire_bytes(h, nullptr, 0));
       } else if (mode == "body-throws") {
         throw std::logic_error("the application gave up");
       } else if (mode == "event-fired") {
