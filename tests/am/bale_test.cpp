@@ -3,6 +3,7 @@
 // its own share against a serial replay of every node's random stream.
 #include "bale/histogram.hpp"
 #include "bale/index_gather.hpp"
+#include "bale/toposort.hpp"
 
 #include <gtest/gtest.h>
 
@@ -38,6 +39,37 @@ TEST(Bale, IndexGatherEqualsTheSerialReads) {
                         EXPECT_EQ(
                             bale::index_gather_nodes().mine().gathered,
                             bale::index_gather_serial(setup, roam::num_nodes(), roam::this_node()));
+                      }),
+            0);
+}
+
+TEST(Bale, ToposortSerialReferenceIsUpperTriangular) {
+  bale::toposort_setup setup;
+  setup.rows_per_node = 3000;
+  for (std::uint32_t nodes : {1u, 3u}) {
+    const auto matrix = bale::toposort_matrix(setup, nodes);
+    EXPECT_GT(matrix.nonzeros(), 5u * matrix.rows);  // the diagonal and ~5 more per row
+    const auto result = bale::toposort_serial(matrix, nodes);
+    EXPECT_TRUE(bale::toposort_is_upper_triangular(matrix, result));
+    auto broken = result;  // the check itself must notice a wrong answer
+    std::swap(broken.row_position[0], broken.row_position[1]);
+    std::swap(broken.row_position[2], broken.row_position[3]);
+    EXPECT_FALSE(bale::toposort_is_upper_triangular(matrix, broken));
+  }
+}
+
+TEST(Bale, ToposortEqualsTheSerialPermutations) {
+  bale::toposort_setup setup;
+  setup.rows_per_node = 2000;
+  ASSERT_EQ(roam::run(one_worker_per_node(),
+                      [&] {
+                        const auto matrix = bale::toposort_matrix(setup, roam::num_nodes());
+                        const auto expected = bale::toposort_serial(matrix, roam::num_nodes());
+                        for (int round = 0; round < 2; ++round) {  // the kernel may run again
+                          bale::toposort_roam(matrix);
+                          EXPECT_TRUE(bale::toposort_share_equals(bale::toposort_shares().mine(),
+                                                                  expected));
+                        }
                       }),
             0);
 }
