@@ -13,6 +13,7 @@
 #include <roam/lb/policy.hpp>
 #include <roam/mobile/lifecycle.hpp>
 #include <roam/mobile/mobile_ptr.hpp>
+#include <roam/mobile/object_channel.hpp>
 #include <roam/mobile/together.hpp>
 #include <roam/task/future.hpp>
 #include <roam/task/mutex.hpp>

@@ -571,15 +571,20 @@ bool admit_object_message(node_runtime& n, message_ptr& m) {
   return false;
 }
 
-void post_object_message(node_runtime& n, message_ptr m) {
-  object_message_header oh = read_object_header(*m);
+node_id route_object_message(node_runtime& n, message& m) {
+  object_message_header oh = read_object_header(m);
   object_entry& e = directory_of(n).find_or_insert(oh.target);
   oh.seq = e.take_sequence();
   oh.origin = id_of(n);
   route r = e.current_route();
   oh.version = r.version;
-  m->header.dest = r.version ? r.location : oh.target.home;
-  write_object_header(*m, oh);
+  m.header.dest = r.version ? r.location : oh.target.home;
+  write_object_header(m, oh);
+  return m.header.dest;
+}
+
+void post_object_message(node_runtime& n, message_ptr m) {
+  route_object_message(n, *m);
   post(n, std::move(m));
 }
 

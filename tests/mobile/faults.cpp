@@ -1,6 +1,7 @@
 // Faults with mobile objects that must stop the job with a precise message (run by
 // ctest, which checks the exit status and the text).
-//   mobile_faults send-to-destroyed | send-throws | send-wrong-type | none
+//   mobile_faults send-to-destroyed | channel-to-destroyed | send-throws | send-wrong-type |
+//                 forged-stage | none
 #include <roam/roam.hpp>
 
 #include <cstdio>
@@ -40,6 +41,9 @@ int main(int argc, char** argv) {
     if (mode == "send-to-destroyed") {
       roam::destroy(a).get();
       a.send<&account::deposit>(5L);  // fatal on the object's node
+    } else if (mode == "channel-to-destroyed") {
+      roam::destroy(a).get();
+      roam::channel<&account::deposit>()(a, 5L);  // aggregated, then fatal there all the same
     } else if (mode == "send-throws") {
       a.send<&account::withdraw>(100L);
     } else if (mode == "send-wrong-type") {

@@ -54,6 +54,26 @@ template <class P>
 inline constexpr bool is_fixed_size_parameter =
     is_bitwise_serializable<std::decay_t<P>> && !has_top_level_codec<std::decay_t<P>>::value;
 
+/// Calls `fn(record, length)` for each of the `count` length-prefixed records that must
+/// fill `bytes` bytes at `data`; throws deserialization_error when they do not.
+template <class F>
+void for_each_sized_record(const std::byte* data, std::size_t bytes, std::uint32_t count, F&& fn) {
+  std::size_t at = 0;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    std::uint32_t length = 0;
+    if (bytes - at < sizeof length ||
+        (std::memcpy(&length, data + at, sizeof length), length > bytes - at - sizeof length))
+      throw deserialization_error("record " + std::to_string(i) + " of " + std::to_string(count) +
+                                  " is truncated");
+    at += sizeof length;
+    fn(data + at, std::size_t{length});
+    at += length;
+  }
+  if (at != bytes)
+    throw deserialization_error(std::to_string(bytes - at) + " bytes after the last of " +
+                                std::to_string(count) + " records");
+}
+
 /// The registered handler of a channel of callable type H: runs groups of records.
 template <class H>
 struct channel_handler {
@@ -106,23 +126,12 @@ struct channel_handler {
         call(fn, args, seq);
       }
     } else {
-      std::size_t at = 0;
-      for (std::uint32_t i = 0; i < count; ++i) {
-        std::uint32_t length = 0;
-        if (bytes - at < sizeof length ||
-            (std::memcpy(&length, data + at, sizeof length), length > bytes - at - sizeof length))
-          throw deserialization_error("record " + std::to_string(i) + " of " +
-                                      std::to_string(count) + " is truncated");
-        at += sizeof length;
-        message_reader r(data + at, length);
+      for_each_sized_record(data, bytes, count, [&](const std::byte* record, std::size_t length) {
+        message_reader r(record, length);
         stored args = read_arguments<params>(r);
         r.expect_end();
-        at += length;
         call(fn, args, seq);
-      }
-      if (at != bytes)
-        throw deserialization_error(std::to_string(bytes - at) + " bytes after the last of " +
-                                    std::to_string(count) + " records");
+      });
     }
   }
 

@@ -118,8 +118,11 @@ void deliver_object_message(node_runtime& n, message_ptr& m, object_run_function
 bool admit_object_message(node_runtime& n, message_ptr& m);
 
 /// Fills in the route of message `m` to the object named in its object header (sequence
-/// number, destination, version tag) from `n`'s directory, and posts it. Call only once
-/// the whole message is written: the sequence number is taken here.
+/// number, destination, version tag) from `n`'s directory; returns the destination. Call
+/// only once the whole message is written: the sequence number is taken here, so the
+/// message must then be sent (the object's later messages wait for it).
+node_id route_object_message(node_runtime& n, message& m);
+/// route_object_message, then post.
 void post_object_message(node_runtime& n, message_ptr m);
 
 /// Creates an object on `n` itself; returns its id.
