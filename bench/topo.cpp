@@ -10,7 +10,8 @@
 
 int main(int argc, char** argv) {
   bale::toposort_setup setup;
-  setup.rows_per_node = static_cast<std::uint64_t>(roam_bench::option(argc, argv, "--rows", 1 << 18));
+  setup.rows_per_node =
+      static_cast<std::uint64_t>(roam_bench::option(argc, argv, "--rows", 1 << 18));
   setup.off_diagonal = static_cast<double>(roam_bench::option(argc, argv, "--off-diagonal", 5));
   int ranks = 1;
   const int rank = bale_bench::start_mpi(argc, argv, ranks);
