@@ -54,11 +54,16 @@ inline const auto& index_gather_answer() {
   return answer;
 }
 
+/// The owner answers a group of requests in one loop; the look-ahead prefetches the table
+/// entry of the request 16 places further, so the table's cache misses overlap.
 inline const auto& index_gather_request() {
-  static const auto ask =
-      roam::channel([](std::uint32_t slot, std::uint32_t request, roam::node_id from) {
+  static const auto ask = roam::channel(
+      [](std::uint32_t slot, std::uint32_t request, roam::node_id from) {
         index_gather_answer()(from, request, index_gather_nodes().mine().table[slot]);
-      });
+      },
+      roam::look_ahead([](std::uint32_t slot, std::uint32_t, roam::node_id) {
+        __builtin_prefetch(&index_gather_nodes().mine().table[slot]);
+      }));
   return ask;
 }
 

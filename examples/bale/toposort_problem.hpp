@@ -65,8 +65,8 @@ inline std::vector<std::uint32_t> random_permutation(std::uint32_t n, random_str
   return p;
 }
 
-/// Fills `lines` (start and index) from `count` nonzeros per line and a callback that
-/// lists each source line's entries as (line, index) pairs.
+/// Fills `lines` (start and index) from a callback that lists every entry as a (line,
+/// index) pair; it is called twice, to count the entries per line and then to place them.
 template <class ForEach>
 void fill_lines(sparse_lines& lines, std::uint32_t n, ForEach for_each_entry) {
   lines.start.assign(std::uint64_t{n} + 1, 0);
@@ -74,7 +74,8 @@ void fill_lines(sparse_lines& lines, std::uint32_t n, ForEach for_each_entry) {
   std::partial_sum(lines.start.begin(), lines.start.end(), lines.start.begin());
   lines.index.resize(lines.start.back());
   std::vector<std::uint64_t> fill(lines.start.begin(), lines.start.end() - 1);
-  for_each_entry([&](std::uint32_t line, std::uint32_t index) { lines.index[fill[line]++] = index; });
+  for_each_entry(
+      [&](std::uint32_t line, std::uint32_t index) { lines.index[fill[line]++] = index; });
 }
 
 }  // namespace detail

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <string>
@@ -159,6 +160,47 @@ TEST(Channel, UnorderedMessagesAllArriveExactlyOnce) {
     const long long nodes = roam::num_nodes();
     EXPECT_EQ(job_total(received), per_destination * nodes * nodes);
     EXPECT_EQ(job_total(received_sum), per_destination * (per_destination - 1) / 2 * nodes * nodes);
+  });
+}
+
+// A look-ahead sees every record of its channel exactly once, before the handler runs it.
+std::map<long, int> hinted[max_nodes];  // [dest]: value -> look-ahead calls
+long hinted_late[max_nodes];            // [dest]: records the handler ran before their hint
+
+TEST(Channel, LookAheadSeesEachRecordOnceBeforeItsHandler) {
+  reset_observations();
+  for (auto& h : hinted) h.clear();
+  std::fill(std::begin(hinted_late), std::end(hinted_late), 0);
+  constexpr long per_destination = 5000;
+  run_everywhere([] {
+    auto ch = roam::channel(
+        [](long v) {
+          {
+            std::lock_guard guard(seen_lock);
+            if (hinted[roam::this_node()][v] != 1) ++hinted_late[roam::this_node()];
+          }
+          count(v);
+        },
+        roam::look_ahead([](const long& v) {
+          std::lock_guard guard(seen_lock);
+          ++hinted[roam::this_node()][v];
+        }));
+    const long base = static_cast<long>(roam::this_node()) * per_destination;
+    for (long i = 0; i < per_destination; ++i)
+      for (roam::node_id d = 0; d < roam::num_nodes(); ++d) ch(d, base + i);
+    roam::barrier();
+    roam::wait_quiescence();
+    const long long nodes = roam::num_nodes();
+    EXPECT_EQ(job_total(received), per_destination * nodes * nodes);
+    EXPECT_EQ(job_total(hinted_late), 0);
+    long long calls = 0;
+    {
+      std::lock_guard guard(seen_lock);
+      for (auto [value, times] : hinted[roam::this_node()]) calls += times;
+      EXPECT_EQ(hinted[roam::this_node()].size(),
+                static_cast<std::size_t>(per_destination * nodes));
+    }
+    EXPECT_EQ(calls, per_destination * nodes);
   });
 }
 

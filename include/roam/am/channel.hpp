@@ -74,8 +74,17 @@ void for_each_sized_record(const std::byte* data, std::size_t bytes, std::uint32
                                 std::to_string(count) + " records");
 }
 
-/// The registered handler of a channel of callable type H: runs groups of records.
-template <class H>
+/// No look-ahead (see roam::look_ahead).
+struct no_look_ahead {};
+/// How many records ahead of the handler a look-ahead function sees them: enough for the
+/// misses of about as many records to overlap, few enough that prefetched lines are still
+/// in cache when the handler comes.
+inline constexpr std::uint32_t look_ahead_distance = 16;
+
+/// The registered handler of a channel of callable type H: runs groups of records. With a
+/// look-ahead function `Ahead`, each record is also shown to it `look_ahead_distance`
+/// records before H runs it.
+template <class H, class Ahead = no_look_ahead>
 struct channel_handler {
   using traits = handler_traits<H>;
   using params = typename traits::params;
@@ -115,15 +124,34 @@ struct channel_handler {
         throw deserialization_error(std::to_string(count) + " records of " +
                                     std::to_string(record_size) + " bytes cannot fill " +
                                     std::to_string(bytes) + " bytes");
-      for (std::uint32_t i = 0; i < count; ++i, data += record_size) {
+      auto decode = [](const std::byte* record) {
         stored args;
         std::size_t offset = 0;
         std::apply(
             [&](auto&... a) {
-              ((std::memcpy(&a, data + offset, sizeof a), offset += sizeof a), ...);
+              ((std::memcpy(&a, record + offset, sizeof a), offset += sizeof a), ...);
             },
             args);
-        call(fn, args, seq);
+        return args;
+      };
+      if constexpr (std::is_same_v<Ahead, no_look_ahead>) {
+        for (std::uint32_t i = 0; i < count; ++i, data += record_size) {
+          stored args = decode(data);
+          call(fn, args, seq);
+        }
+      } else {
+        // A software pipeline: the look-ahead (typically prefetches) runs for record
+        // i + distance while H runs record i, so the memory accesses of several records
+        // are in flight at once instead of one after another.
+        constexpr std::uint32_t distance = look_ahead_distance;
+        Ahead ahead{};
+        for (std::uint32_t i = 0; i < std::min(count, distance); ++i)
+          std::apply(ahead, decode(data + std::size_t{i} * record_size));
+        for (std::uint32_t i = 0; i < count; ++i, data += record_size) {
+          if (i + distance < count) std::apply(ahead, decode(data + distance * record_size));
+          stored args = decode(data);
+          call(fn, args, seq);
+        }
       }
     } else {
       for_each_sized_record(data, bytes, count, [&](const std::byte* record, std::size_t length) {
@@ -135,17 +163,37 @@ struct channel_handler {
     }
   }
 
-  static constexpr std::string_view name = type_name<channel_handler<H>>();
+  static constexpr std::string_view name = type_name<channel_handler<H, Ahead>>();
   static inline handler_entry entry{name, nullptr, ~0u, nullptr, &run_batch};
   static inline const bool registered = handler_registry::add(&entry);
 };
 
 }  // namespace detail
 
+/// A function that sees each message of a channel a few records before its handler runs
+/// it, on the receiving node (see channel(fn, look_ahead(hint))).
+template <class F>
+struct look_ahead_hint {};
+
+/// Wraps `hint`, a lambda without captures taking the channel handler's parameters, for
+/// channel(fn, look_ahead(hint)). It should be cheap and change nothing: its purpose is to
+/// start the memory accesses its record's handler will make (`__builtin_prefetch`).
+template <class F>
+constexpr look_ahead_hint<std::decay_t<F>> look_ahead(F&&) noexcept {
+  static_assert(
+      std::is_empty_v<std::decay_t<F>> && std::is_default_constructible_v<std::decay_t<F>>,
+      "roam::look_ahead: the hint must be a lambda without captures (it runs on the "
+      "receiving node, bound at compile time)");
+  return {};
+}
+
 /// A channel to handler `H` (see channel()). Sends `fn(args...)` to any node.
-template <class H>
+template <class H, class Ahead = detail::no_look_ahead>
 class channel_of {
-  using handler = detail::channel_handler<H>;
+  using handler = detail::channel_handler<H, Ahead>;
+  static_assert(std::is_same_v<Ahead, detail::no_look_ahead> || handler::fixed,
+                "roam::look_ahead needs a handler whose parameters are all bitwise-copyable "
+                "(fixed-size records)");
 
  public:
   channel_of(H fn, channel_order order) : fn_(fn), order_(static_cast<detail::lane_order>(order)) {
@@ -170,24 +218,31 @@ class channel_of {
     if constexpr (detail::handler_traits<H>::is_function_pointer)
       function = detail::encode_function_cached(reinterpret_cast<const void*>(fn_));
     if constexpr (handler::fixed) {
-      // Written in place: converted to the parameter types, then copied bitwise.
-      alignas(16) std::byte record[handler::record_size == 0 ? 1 : handler::record_size];
-      std::size_t offset = 0;
-      [&]<std::size_t... I>(std::index_sequence<I...>) {
-        (
-            [&]<class P>(auto&& a) {
-              static_assert(
-                  std::is_constructible_v<P, decltype(a)>,
-                  "roam: an argument cannot be converted to the handler's parameter type");
-              const P value(std::forward<decltype(a)>(a));
-              std::memcpy(record + offset, &value, sizeof value);
-              offset += sizeof value;
-            }.template
-            operator()<std::decay_t<std::tuple_element_t<I, params>>>(std::forward<Args>(args)),
-            ...);
+      // Converted to the parameter types first (a conversion may throw), then copied
+      // bitwise straight into the lane; staged on the stack only for the slow path.
+      const typename handler::stored values = [&]<std::size_t... I>(std::index_sequence<I...>) {
+        using stored = typename handler::stored;
+        static_assert((std::is_constructible_v<std::tuple_element_t<I, stored>, Args&&> && ...),
+                      "roam: an argument cannot be converted to the handler's parameter type");
+        return stored(static_cast<std::tuple_element_t<I, stored>>(std::forward<Args>(args))...);
       }
       (std::index_sequence_for<Args...>{});
-      detail::append_fixed_record<handler::record_size>(dest, order_, id, function, record);
+      auto write = [&values](std::byte* to) {
+        std::apply(
+            [to](const auto&... v) {
+              std::size_t offset = 0;
+              ((std::memcpy(to + offset, &v, sizeof v), offset += sizeof v), ...);
+            },
+            values);
+      };
+      if (std::byte* at =
+              detail::reserve_fixed_record<handler::record_size>(dest, order_, id, function)) {
+        write(at);
+      } else {
+        alignas(16) std::byte record[handler::record_size == 0 ? 1 : handler::record_size];
+        write(record);
+        detail::append_record(dest, order_, id, function, record, handler::record_size, false);
+      }
     } else {
       detail::message_ptr scratch = detail::message::allocate(0);
       detail::message_writer w(scratch);
@@ -211,6 +266,24 @@ class channel_of {
 template <class F>
 auto channel(F&& fn, channel_order order = channel_order::ordered) {
   return channel_of<std::decay_t<F>>(std::forward<F>(fn), order);
+}
+
+/// A channel whose receiver also runs `hint(args...)` for each message
+/// `detail::look_ahead_distance` (16) records before running `fn(args...)` for it, within
+/// a group. For handlers bound by memory latency (a random table entry per message): the
+/// hint prefetches what the handler will touch, so the misses of many messages overlap.
+///
+///   auto add = roam::channel([](std::uint32_t slot) { ++table[slot]; },
+///                            roam::look_ahead([](std::uint32_t slot) {
+///                              __builtin_prefetch(&table[slot], 1);
+///                            }));
+///
+/// The hint takes the handler's parameters (by value or const reference); they must all be
+/// bitwise-copyable. It may see records that arrive in the same group only; it must not
+/// change state the handler reads.
+template <class F, class Hint>
+auto channel(F&& fn, look_ahead_hint<Hint>, channel_order order = channel_order::ordered) {
+  return channel_of<std::decay_t<F>, Hint>(std::forward<F>(fn), order);
 }
 
 }  // namespace roam

@@ -61,26 +61,29 @@ struct lane {
 /// Not inlined: a fiber may resume on another thread, whose lanes it must then use.
 lane* lane_to(node_id dest, lane_order order) noexcept;
 
-/// Appends a record (the slow path of append_fixed_record, and every variable-size
+/// Appends a record (the slow path of reserve_fixed_record, and every variable-size
 /// record): opens a bundle or a group, flushes a full bundle, or ships the record at once
 /// when the calling thread has no lanes. `length_prefixed` records get a 4-byte length.
 /// Throws roam::usage_error when `dest` is not a node of the job.
 void append_record(node_id dest, lane_order order, std::uint32_t handler, std::uint64_t function,
                    const void* record, std::size_t size, bool length_prefixed);
 
-/// The fast path: a fixed-size record that continues the open group of its lane.
+/// The fast path: room for a fixed-size record that continues the open group of the
+/// calling thread's lane to `dest`. Returns where to write its `Size` bytes (the record
+/// is counted already: write them before anything else touches the lane), or nullptr when
+/// the record must go through append_record().
 template <std::size_t Size>
-inline void append_fixed_record(node_id dest, lane_order order, std::uint32_t handler,
-                                std::uint64_t function, const std::byte* record) {
+inline std::byte* reserve_fixed_record(node_id dest, lane_order order, std::uint32_t handler,
+                                       std::uint64_t function) noexcept {
   lane* l = lane_to(dest, order);
   if (l && l->handler == handler && l->function == function &&
       static_cast<std::size_t>(l->limit - l->cursor) >= Size) {
-    std::memcpy(l->cursor, record, Size);
+    std::byte* at = l->cursor;
     l->cursor += Size;
     ++l->count;
-    return;
+    return at;
   }
-  append_record(dest, order, handler, function, record, Size, false);
+  return nullptr;
 }
 
 /// Ships every open bundle of the calling thread (no-op when it has none).
