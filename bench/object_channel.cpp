@@ -74,7 +74,8 @@ int main(int argc, char** argv) {
   direct = bale_bench::slowest(direct);
   channel = bale_bench::slowest(channel);
   if (rank == 0) {
-    const double direct_rate = messages / direct, channel_rate = messages / channel;
+    const double sent = static_cast<double>(messages);
+    const double direct_rate = sent / direct, channel_rate = sent / channel;
     std::printf("%-16s %6s %10s %16s %16s %8s\n", "bench", "ranks", "messages", "direct_per_s",
                 "channel_per_s", "ratio");
     std::printf("%-16s %6d %10ld %16.0f %16.0f %8.3f\n", "object_channel", ranks, messages,
