@@ -82,9 +82,9 @@ void fill_lines(sparse_lines& lines, std::uint32_t n, ForEach for_each_entry) {
 
 /// Builds M for `nodes` nodes: rows_per_node * nodes rows (at most 2^32 - 1).
 inline toposort_problem toposort_matrix(const toposort_setup& s, std::uint32_t nodes) {
-  const std::uint64_t n64 = s.rows_per_node * nodes;
-  if (n64 == 0 || n64 >= (1ull << 32))
+  if (nodes == 0 || s.rows_per_node == 0 || s.rows_per_node > ((1ull << 32) - 1) / nodes)
     throw std::invalid_argument("bale: toposort needs 1 to 2^32 - 1 rows in all");
+  const std::uint64_t n64 = s.rows_per_node * nodes;
   if (!(s.off_diagonal >= 0)) throw std::invalid_argument("bale: off_diagonal must be >= 0");
   const auto n = static_cast<std::uint32_t>(n64);
   const double p = std::min(1.0, 2 * s.off_diagonal / n);
@@ -95,7 +95,7 @@ inline toposort_problem toposort_matrix(const toposort_setup& s, std::uint32_t n
   for (std::uint32_t i = 0; i < n; ++i) {
     upper.index.push_back(i);
     random_stream random(s.seed, i);
-    for (double j = i;;) {
+    for (double j = i; p > 0;) {
       const double u = (static_cast<double>(random.next() >> 11) + 1) * 0x1p-53;  // (0, 1]
       j += p >= 1 ? 1 : 1 + std::floor(std::log(u) / std::log1p(-p));
       if (j >= n) break;

@@ -173,6 +173,9 @@ thread_lanes* lanes_of_this_thread(node_runtime& n) {
   s->destinations = n.size();
   s->lanes.resize(2 * static_cast<std::size_t>(n.size()));
   s->listed.resize(s->lanes.size());
+  // Room for every lane up front: listing an opened (already counted) bundle must not
+  // fail, or it would never be shipped and quiescence never come.
+  s->open.reserve(s->lanes.size());
   tl_lanes = s.get();
   std::lock_guard guard(n.lanes_lock);
   s->serial = static_cast<std::uint32_t>(n.thread_lanes_list.size() + 1);

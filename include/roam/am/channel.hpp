@@ -268,10 +268,11 @@ auto channel(F&& fn, channel_order order = channel_order::ordered) {
   return channel_of<std::decay_t<F>>(std::forward<F>(fn), order);
 }
 
-/// A channel whose receiver also runs `hint(args...)` for each message
+/// A channel whose receiver also runs `hint(args...)` for each message up to
 /// `detail::look_ahead_distance` (16) records before running `fn(args...)` for it, within
-/// a group. For handlers bound by memory latency (a random table entry per message): the
-/// hint prefetches what the handler will touch, so the misses of many messages overlap.
+/// a group (the first 16 of a group are all hinted at its start). For handlers bound by memory
+/// latency (a random table entry per message): the hint prefetches what the handler will touch, so
+/// the misses of many messages overlap.
 ///
 ///   auto add = roam::channel([](std::uint32_t slot) { ++table[slot]; },
 ///                            roam::look_ahead([](std::uint32_t slot) {

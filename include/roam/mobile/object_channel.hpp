@@ -15,10 +15,12 @@
 // and passes the object's location, order and access gates like any other; an object
 // that moved meanwhile gets it forwarded.
 //
-// Ordering kinds: both keep the per-object order above. `roam::unordered` only frees the
-// messages from the thread's other messages to the destination node: direct sends do not
-// flush them first. A later message to the same object, however sent, waits at the object
-// for the ones still in a buffer (they leave at the latest when the thread idles or waits).
+// Ordering kinds: both keep the per-object order above, and only that: on arrival the
+// records queue as object messages, so they keep no order with the thread's other
+// messages to the node (node channels' records in the same bundle may run first).
+// `roam::unordered` only means direct sends do not ship the buffer first. A later message
+// to the same object, however sent, waits at the object for the ones still in a buffer
+// (they leave at the latest when the thread idles or waits).
 //
 // Threading and lifetime as for channels: callable from any thread of a node; the channel
 // is a small value to copy and share. Arguments are serialized at the call.
@@ -28,6 +30,7 @@
 #include <roam/mobile/mobile_ptr.hpp>
 
 #include <cstring>
+#include <exception>
 #include <type_traits>
 #include <utility>
 
@@ -84,8 +87,17 @@ class object_channel_of {
     detail::message_ptr m =
         detail::build_object_message<kind>(target.id(), 0, nullptr, std::forward<Args>(args)...);
     const node_id dest = detail::route_object_message(n, *m);
-    detail::append_record(dest, order_, handler::entry.id, m->header.function, m->payload(),
-                          m->header.payload_size, true);
+    // The message holds a sequence number now: the object's later messages wait for it,
+    // so it must leave whatever happens. If it cannot go into a buffer (out of memory, a
+    // record too large for one), it goes alone.
+    bool buffered = false;
+    try {
+      detail::append_record(dest, order_, handler::entry.id, m->header.function, m->payload(),
+                            m->header.payload_size, true);
+      buffered = true;
+    } catch (const std::exception&) {
+    }
+    if (!buffered) detail::post(n, std::move(m));
   }
 
   channel_order order() const noexcept { return static_cast<channel_order>(order_); }

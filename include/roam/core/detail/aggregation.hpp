@@ -56,7 +56,7 @@ struct lane {
 };
 
 /// The calling thread's lane to `dest` on the node it belongs to, or nullptr when the
-/// thread aggregates nothing (it belongs to no node, acts for another node, aggregation is
+/// thread has no lanes yet or aggregates nothing (it belongs to no node, aggregation is
 /// off) or `dest` is out of range; append_record() then does the right thing.
 /// Not inlined: a fiber may resume on another thread, whose lanes it must then use.
 lane* lane_to(node_id dest, lane_order order) noexcept;
