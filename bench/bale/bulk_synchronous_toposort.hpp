@@ -17,9 +17,7 @@
 
 namespace bale_mpi {
 
-struct toposort_pivot {
-  std::uint32_t column, row, position;
-};
+using toposort_pivot = bale::toposort_share::pivot;
 struct toposort_removal {
   std::uint32_t row, column;
 };
@@ -46,18 +44,14 @@ inline double toposort(const bale::toposort_problem& m, bale::toposort_share& s,
     const std::uint32_t first = bale::toposort_first_position(m.rows, placed, sizes, s.node);
     pivots.begin_round();
     for (std::size_t i = 0; i < s.level.size(); ++i) {
-      const std::uint32_t row = s.level[i];
-      const auto position = static_cast<std::uint32_t>(first - i);
-      const std::uint32_t column = s.pivot_column(row);
-      s.row_position[s.local(row)] = position;
-      pivots.add(s.owner(column), {column, row, position});
+      const toposort_pivot p = s.place_row(i, first);
+      pivots.add(s.owner(p.column), p);
     }
     removals.begin_round();
-    for (const toposort_pivot& p : pivots.exchange()) {
-      s.column_position[s.local(p.column)] = p.position;
-      for (std::uint32_t other : s.column_rows.line(s.local(p.column)))
-        if (other != p.row) removals.add(s.owner(other), {other, p.column});
-    }
+    for (const toposort_pivot& p : pivots.exchange())
+      s.place_column(p, [&](std::uint32_t other) {
+        removals.add(s.owner(other), {other, p.column});
+      });
     for (const toposort_removal& r : removals.exchange()) s.remove(r.row, r.column);
     placed += total;
   }

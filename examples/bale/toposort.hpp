@@ -39,10 +39,9 @@ inline const auto& toposort_pivot_column() {
   static const auto pivot =
       roam::channel([](std::uint32_t column, std::uint32_t row, std::uint32_t position) {
         toposort_share& s = toposort_shares().mine();
-        s.column_position[s.local(column)] = position;
         const auto& remove = toposort_remove_column();
-        for (std::uint32_t other : s.column_rows.line(s.local(column)))
-          if (other != row) remove(s.owner(other), other, column);
+        s.place_column({column, row, position},
+                       [&](std::uint32_t other) { remove(s.owner(other), other, column); });
       });
   return pivot;
 }
@@ -55,11 +54,8 @@ inline void toposort_pivot_level(std::uint32_t first) {
   const auto& pivot = toposort_pivot_column();
   constexpr std::size_t slice = 1 << 14;
   for (std::size_t i = 0; i < s.level.size(); ++i) {
-    const std::uint32_t row = s.level[i];
-    const auto position = static_cast<std::uint32_t>(first - i);
-    const std::uint32_t column = s.pivot_column(row);
-    s.row_position[s.local(row)] = position;
-    pivot(s.owner(column), column, row, position);
+    const toposort_share::pivot p = s.place_row(i, first);
+    pivot(s.owner(p.column), p.column, p.row, p.position);
     if (i % slice == slice - 1) roam::this_task::yield();
   }
 }

@@ -143,6 +143,27 @@ struct toposort_share {
   std::uint32_t pivot_column(std::uint32_t row) const noexcept {
     return static_cast<std::uint32_t>(row_sum[local(row)]);
   }
+
+  /// A pivot: row `row` and its last column `column` both take `position`.
+  struct pivot {
+    std::uint32_t column, row, position;
+  };
+  /// Gives the i-th row of the level its position (`first` - i) and returns its pivot,
+  /// for the owner of the pivot's column.
+  pivot place_row(std::size_t i, std::uint32_t first) noexcept {
+    const std::uint32_t row = level[i];
+    const auto position = static_cast<std::uint32_t>(first - i);
+    row_position[local(row)] = position;
+    return {pivot_column(row), row, position};
+  }
+  /// Records the position of my column `p.column` and calls `remove(other_row)` for every
+  /// other row with a nonzero in it (the removals for their owners).
+  template <class Remove>
+  void place_column(const pivot& p, Remove remove) {
+    column_position[local(p.column)] = p.position;
+    for (std::uint32_t other : column_rows.line(local(p.column)))
+      if (other != p.row) remove(other);
+  }
   /// Starts a level: its rows are those found in the last one. Returns how many.
   std::uint32_t begin_level() {
     std::sort(next.begin(), next.end());

@@ -147,6 +147,17 @@ struct scaled_add {  // a serializable function object: its state travels with i
   long operator()(counter& c, long v) const { return c.total += v * factor; }
 };
 
+// Each object saw `messages` records (numbered from 0) from every node, none out of order.
+void expect_every_sender_in_order(const std::vector<roam::mobile_ptr<counter>>& objects,
+                                  long messages) {
+  for (const auto& p : objects) {
+    auto state = p.call([](const counter& c) { return c; }).get();
+    EXPECT_EQ(state.out_of_order, 0);
+    EXPECT_EQ(state.last_from.size(), roam::num_nodes());
+    for (auto [from, last] : state.last_from) EXPECT_EQ(last, messages - 1) << "from node " << from;
+  }
+}
+
 roam::node_id next_node(roam::node_id k = 1) { return (roam::this_node() + k) % roam::num_nodes(); }
 
 }  // namespace
@@ -230,12 +241,7 @@ TEST(MobileObjects, ExclusiveHandlersNeverOverlapAndSendersStayInOrder) {
     roam::barrier();
     if (roam::this_node() == 0) roam::wait_quiescence();
     roam::barrier();
-    for (auto& p : objects) {
-      auto state = p.call([](const counter& c) { return c; }).get();
-      EXPECT_EQ(state.out_of_order, 0);
-      EXPECT_EQ(state.last_from.size(), roam::num_nodes());
-      for (auto [from, last] : state.last_from) EXPECT_EQ(last, 299) << "from node " << from;
-    }
+    expect_every_sender_in_order(objects, 300);
     roam::barrier();
   });
   EXPECT_EQ(overlaps.load(), 0);
@@ -630,13 +636,9 @@ TEST_P(ObjectChannels, KeepEachSendersOrderPerObjectAcrossDirectSendsAndMigratio
     roam::barrier();
     if (roam::this_node() == 0) roam::wait_quiescence();
     roam::barrier();
-    for (auto& p : objects) {
-      auto state = p.call([](const counter& c) { return c; }).get();
-      EXPECT_EQ(state.out_of_order, 0);
-      EXPECT_EQ(state.total, messages * static_cast<long>(roam::num_nodes()));
-      EXPECT_EQ(state.last_from.size(), roam::num_nodes());
-      for (auto [from, last] : state.last_from) EXPECT_EQ(last, messages - 1) << "from " << from;
-    }
+    expect_every_sender_in_order(objects, messages);
+    for (auto& p : objects)
+      EXPECT_EQ(p.call<&counter::get>().get(), messages * static_cast<long>(roam::num_nodes()));
     roam::barrier();
   });
   EXPECT_EQ(overlaps.load(), 0);
