@@ -1,0 +1,152 @@
+#pragma once
+// roam::hetero_object<T>: an array of T that may live on several devices at once, kept
+// coherent by the MSI protocol (thesis §5.1.2).
+//
+// Coherence: each memory space (the host, and each device with memory of its own) holds a
+// Modified, Shared or Invalid copy. A task that reads gets a copy moved to its device only if
+// that device's copy is Invalid; a task that writes invalidates every other copy. A new object
+// is valid (Modified) on the host only.
+// Memory: device copies are allocated when a task first needs them and evicted (written back to
+// the host if they are the only valid copy) when a device runs short, least recently used first.
+// Everything is freed when the last hetero_object handle and the last task using it are gone.
+// Threading: handles may be copied and used from any thread; all copies name the same data.
+#include <cstring>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "roam/hetero/detail/hetero_handles.hpp"
+#include "roam/hetero/hetero_future.hpp"
+
+namespace roam {
+
+class hetero_task;
+template <class T>
+class hetero_object;
+
+namespace detail {
+/// An object named as a task argument, with its access.
+struct object_argument {
+  std::shared_ptr<hetero_object_state> object;
+  data_access access;
+};
+template <class T>
+object_argument argument_of(const hetero_object<T>& object, data_access access);
+}  // namespace detail
+
+/// The host's view of an object's data while a request is held.
+template <class T>
+class host_view {
+ public:
+  host_view() = default;
+  host_view(T* data, std::size_t size) : data_(data), size_(size) {}
+  [[nodiscard]] T* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] T& operator[](std::size_t i) const noexcept { return data_[i]; }
+  [[nodiscard]] T* begin() const noexcept { return data_; }
+  [[nodiscard]] T* end() const noexcept { return data_ + size_; }
+  [[nodiscard]] std::span<T> span() const noexcept { return {data_, size_}; }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+namespace detail {
+hetero_future<void*> request_host_access(const std::shared_ptr<hetero_object_state>& object,
+                                         data_access access);
+void release_host_access(hetero_object_state& object);
+void evict_everywhere(const std::shared_ptr<hetero_object_state>& object);
+coherence copy_state(const hetero_object_state& object, int device) noexcept;
+coherence host_state(const hetero_object_state& object) noexcept;
+}  // namespace detail
+
+template <class T>
+class hetero_object {
+  static_assert(std::is_trivially_copyable_v<T>,
+                "hetero_object holds trivially copyable elements (they are copied bytewise "
+                "between devices)");
+
+ public:
+  /// An empty handle (no data).
+  hetero_object() = default;
+  /// `count` elements, value-initialized, valid on the host. Needs a live hetero_runtime.
+  explicit hetero_object(std::size_t count) : hetero_object(count, T{}) {}
+  hetero_object(std::size_t count, const T& value)
+      : state_(detail::make_hetero_object(count * sizeof(T))), count_(count) {
+    auto* data = static_cast<T*>(detail::host_data(*state_));
+    for (std::size_t i = 0; i < count; ++i) data[i] = value;
+  }
+  explicit hetero_object(std::span<const T> values)
+      : state_(detail::make_hetero_object(values.size() * sizeof(T))), count_(values.size()) {
+    if (!values.empty())
+      std::memcpy(detail::host_data(*state_), values.data(), values.size_bytes());
+  }
+
+  [[nodiscard]] std::size_t size() const noexcept { return count_; }
+  [[nodiscard]] std::size_t bytes() const noexcept { return count_ * sizeof(T); }
+  explicit operator bool() const noexcept { return state_ != nullptr; }
+
+  /// Asks for host access. The request is ordered with tasks like a task of that access
+  /// (it waits for earlier conflicting tasks; later conflicting tasks wait for release()), and a
+  /// transfer from the device holding the newest copy starts if the host's copy is Invalid.
+  /// Returns at once; the future's view stays valid until release().
+  [[nodiscard]] hetero_future<host_view<T>> request(data_access access = data_access::read_write) {
+    auto raw = detail::request_host_access(state_, access);
+    const std::size_t n = count_;
+    return {raw.event(), [raw, n] { return host_view<T>(static_cast<T*>(raw.get()), n); }};
+  }
+  /// Ends this object's oldest held host access (requests end in the order they were made).
+  void release() { detail::release_host_access(*state_); }
+
+  /// The data as a vector: request(read), copy, release. Blocks the calling thread.
+  [[nodiscard]] std::vector<T> to_vector() {
+    auto view = request(data_access::read).get();
+    std::vector<T> out(view.begin(), view.end());
+    release();
+    return out;
+  }
+
+  /// Writes the valid data back to the host and frees the copies on every device, once the
+  /// tasks submitted before this call are done. Asynchronous.
+  void remove_from_devices() { detail::evict_everywhere(state_); }
+
+  /// The MSI state of this object's copy on a device (by index into hetero_runtime::devices()).
+  /// A device that computes on host memory reports the host's state. A snapshot: tasks in flight
+  /// may change it at any moment.
+  [[nodiscard]] coherence state_on(int device) const noexcept {
+    return detail::copy_state(*state_, device);
+  }
+  [[nodiscard]] coherence state_on_host() const noexcept { return detail::host_state(*state_); }
+
+ private:
+  template <class U>
+  friend detail::object_argument detail::argument_of(const hetero_object<U>&, data_access);
+  std::shared_ptr<detail::hetero_object_state> state_;
+  std::size_t count_ = 0;
+};
+
+namespace detail {
+template <class T>
+object_argument argument_of(const hetero_object<T>& object, data_access access) {
+  if (!object.state_) throw device_error("roam: an empty hetero_object given as a task argument");
+  return {object.state_, access};
+}
+}  // namespace detail
+
+/// Task arguments: `roam::in(x)` reads x, `roam::out(x)` overwrites all of x, `roam::inout(x)`
+/// reads and updates x.
+template <class T>
+[[nodiscard]] detail::object_argument in(const hetero_object<T>& object) {
+  return detail::argument_of(object, data_access::read);
+}
+template <class T>
+[[nodiscard]] detail::object_argument out(const hetero_object<T>& object) {
+  return detail::argument_of(object, data_access::write);
+}
+template <class T>
+[[nodiscard]] detail::object_argument inout(const hetero_object<T>& object) {
+  return detail::argument_of(object, data_access::read_write);
+}
+
+}  // namespace roam

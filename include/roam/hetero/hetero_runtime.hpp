@@ -1,0 +1,76 @@
+#pragma once
+// roam::hetero_runtime: the heterogeneous framework's context (thesis Fig. 48, middle layer):
+// its devices, its engine thread (dependencies, scheduling, transfers, completions), memory
+// pools, and the scheduler. Create one before any hetero_object or hetero_task; it is usable
+// on its own, without roam::run.
+//
+// Configuration (options, or the environment through from_environment()):
+//   ROAM_HETERO_BACKENDS      host,opencl,cuda   which backends to use (default: all built)
+//   ROAM_HETERO_MEMORY_LIMIT  bytes              cap on the memory used per device (default: none)
+//   ROAM_HETERO_HOST_THREADS  n                  host backend threads (default: hardware threads)
+//   ROAM_HETERO_HOST_MEMORY   shared|separate    host backend computes on host memory (default)
+//                                                or copies like a discrete device
+//   ROAM_HETERO_QUEUES        n                  compute queues per device (default 2)
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "roam/hetero/device.hpp"
+#include "roam/hetero/scheduler.hpp"
+
+namespace roam {
+
+namespace detail {
+class hetero_engine;
+}
+
+struct hetero_options {
+  std::string backends;               ///< "host,opencl,cuda" (empty: all built)
+  std::size_t memory_limit = 0;       ///< per device, bytes (0: the device's memory)
+  unsigned host_threads = 0;          ///< 0: hardware threads
+  bool host_separate_memory = false;  ///< host backend behaves as a device with memory of its own
+  unsigned compute_queues = 2;
+  bool implicit_dependencies = true;            ///< infer dependencies from access modes
+  std::shared_ptr<hetero_scheduler> scheduler;  ///< null: transfer_aware_scheduler
+
+  /// Defaults overridden by the ROAM_HETERO_* variables above; malformed values throw.
+  [[nodiscard]] static hetero_options from_environment();
+};
+
+/// Counters since the runtime started (for tests, tuning and the benchmarks).
+struct hetero_statistics {
+  std::uint64_t tasks_completed = 0;
+  std::uint64_t copies_to_device = 0;
+  std::uint64_t copies_to_host = 0;
+  std::uint64_t bytes_to_device = 0;
+  std::uint64_t bytes_to_host = 0;
+  std::uint64_t evictions = 0;
+  std::uint64_t device_bytes_in_use = 0;  ///< held by object copies on all devices, now
+};
+
+class hetero_runtime {
+ public:
+  explicit hetero_runtime(hetero_options options = hetero_options::from_environment());
+  /// Waits for every submitted task (held host requests must be released first), then stops the
+  /// engine. Objects may outlive the runtime; they free their memory when dropped.
+  ~hetero_runtime();
+  hetero_runtime(const hetero_runtime&) = delete;
+  hetero_runtime& operator=(const hetero_runtime&) = delete;
+
+  /// The runtime objects and tasks use; throws if none is alive.
+  [[nodiscard]] static hetero_runtime& current();
+
+  [[nodiscard]] std::span<device* const> devices() const noexcept;
+  /// Blocks until every task submitted so far (by any thread) has finished.
+  void wait_all();
+  [[nodiscard]] hetero_statistics statistics() const;
+
+ private:
+  std::shared_ptr<detail::hetero_engine> engine_;
+  std::vector<device*> device_view_;
+};
+
+}  // namespace roam

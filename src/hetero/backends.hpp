@@ -1,0 +1,30 @@
+#pragma once
+// The backends' factories; each backend file defines its own (the OpenCL and CUDA ones are
+// compiled only when their toolkits are found).
+#include <memory>
+#include <vector>
+
+#include "roam/hetero/device.hpp"
+
+namespace roam::detail {
+
+std::unique_ptr<device> make_host_device(int index, const device_discovery_options& options);
+#if defined(ROAM_HAVE_OPENCL)
+std::vector<std::unique_ptr<device>> discover_opencl_devices(
+    int first_index, const device_discovery_options& options);
+#endif
+#if defined(ROAM_HAVE_CUDA)
+std::vector<std::unique_ptr<device>> discover_cuda_devices(int first_index,
+                                                           const device_discovery_options& options);
+#endif
+
+/// Page-aligned host memory (whole pages, as DMA engines and vector loads like them).
+void* allocate_page_aligned(std::size_t bytes);
+void free_page_aligned(void* memory) noexcept;
+
+/// The memory a device reports, capped by the configured limit (0: no limit).
+inline std::size_t capped_memory(std::size_t device_bytes, std::size_t limit) {
+  return limit != 0 && limit < device_bytes ? limit : device_bytes;
+}
+
+}  // namespace roam::detail

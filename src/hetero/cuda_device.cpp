@@ -1,0 +1,204 @@
+// The CUDA backend: one stream per queue, a CUDA event recorded after each operation (for
+// native waits between queues), page-locked host memory, kernels launched through
+// cudaLaunchKernel from the `__global__` form that ROAM_KERNEL makes in files nvcc compiles.
+#include <cuda_runtime.h>
+
+#include <mutex>
+#include <string>
+
+#include "backends.hpp"
+#include "device_event_state.hpp"
+#include "roam/hetero/kernel.hpp"
+
+namespace roam::detail {
+namespace {
+
+void check(cudaError_t status, const char* what) {
+  if (status == cudaSuccess) return;
+  std::string message = std::string("roam: CUDA ") + what + " failed: " + cudaGetErrorName(status) +
+                        " (" + cudaGetErrorString(status) + ")";
+  if (status == cudaErrorMemoryAllocation) {
+    cudaGetLastError();  // clear the sticky-free allocation error
+    throw out_of_device_memory(message);
+  }
+  throw device_error(message);
+}
+
+void CUDART_CB on_stream_reached(void* user) {
+  auto* state = static_cast<std::shared_ptr<device_event_state>*>(user);
+  (*state)->complete();
+  delete state;
+}
+
+class cuda_device final : public device {
+ public:
+  cuda_device(device_info info, int ordinal, unsigned compute_queues)
+      : device(std::move(info)), ordinal_(ordinal) {
+    check(cudaSetDevice(ordinal_), "cudaSetDevice");
+    for (unsigned i = 0; i < compute_queues + 2; ++i) {
+      cudaStream_t stream = nullptr;
+      check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+      streams_.push_back(stream);
+    }
+  }
+
+  ~cuda_device() override {
+    synchronize();
+    for (auto s : streams_) cudaStreamDestroy(s);
+  }
+
+  unsigned compute_queue_count() const noexcept override {
+    return static_cast<unsigned>(streams_.size() - 2);
+  }
+
+  device_buffer allocate(std::size_t bytes) override {
+    if (bytes == 0) throw device_error("roam: a device allocation of 0 bytes");
+    select();
+    void* memory = nullptr;
+    check(cudaMalloc(&memory, bytes), "cudaMalloc");
+    return {memory, bytes};
+  }
+  void release(device_buffer buffer) noexcept override {
+    if (!buffer) return;
+    cudaSetDevice(ordinal_);
+    cudaFree(buffer.handle);
+  }
+
+  void* allocate_host(std::size_t bytes) override {
+    select();
+    void* memory = nullptr;
+    check(cudaHostAlloc(&memory, bytes, cudaHostAllocPortable), "cudaHostAlloc");
+    return memory;
+  }
+  void release_host(void* memory, std::size_t /*bytes*/) noexcept override { cudaFreeHost(memory); }
+
+  device_event copy_to_device(device_queue queue, device_buffer destination, std::size_t offset,
+                              const void* source, std::size_t bytes,
+                              std::span<const device_event> after) override {
+    auto stream = prepare(queue, after);
+    check(cudaMemcpyAsync(static_cast<char*>(destination.handle) + offset, source, bytes,
+                          cudaMemcpyHostToDevice, stream),
+          "cudaMemcpyAsync (host to device)");
+    return track(stream);
+  }
+
+  device_event copy_to_host(device_queue queue, void* destination, device_buffer source,
+                            std::size_t offset, std::size_t bytes,
+                            std::span<const device_event> after) override {
+    auto stream = prepare(queue, after);
+    check(cudaMemcpyAsync(destination, static_cast<const char*>(source.handle) + offset, bytes,
+                          cudaMemcpyDeviceToHost, stream),
+          "cudaMemcpyAsync (device to host)");
+    return track(stream);
+  }
+
+  device_event copy_on_device(device_queue queue, device_buffer destination,
+                              std::size_t destination_offset, device_buffer source,
+                              std::size_t source_offset, std::size_t bytes,
+                              std::span<const device_event> after) override {
+    auto stream = prepare(queue, after);
+    check(cudaMemcpyAsync(static_cast<char*>(destination.handle) + destination_offset,
+                          static_cast<const char*>(source.handle) + source_offset, bytes,
+                          cudaMemcpyDeviceToDevice, stream),
+          "cudaMemcpyAsync (device to device)");
+    return track(stream);
+  }
+
+  device_event launch(device_queue queue, const kernel& k, const launch_dims& dims,
+                      std::span<const kernel_argument> arguments, std::size_t local_bytes,
+                      std::span<const device_event> after) override {
+    if (k.cuda_function == nullptr) {
+      throw device_error(std::string("roam: kernel '") + (k.name ? k.name : "?") +
+                         "' has no CUDA form (compile the file that defines it with nvcc)");
+    }
+    auto stream = prepare(queue, after);
+    std::vector<void*> slots;
+    slots.reserve(arguments.size());
+    for (const auto& argument : arguments) {
+      slots.push_back(argument.is_buffer
+                          ? static_cast<void*>(const_cast<void**>(&argument.buffer.handle))
+                          : static_cast<void*>(const_cast<std::byte*>(argument.scalar.data())));
+    }
+    const dim3 grid(dims.groups[0], dims.groups[1], dims.groups[2]);
+    const dim3 block(dims.local[0], dims.local[1], dims.local[2]);
+    check(cudaLaunchKernel(k.cuda_function, grid, block, slots.data(), local_bytes, stream),
+          "cudaLaunchKernel");
+    return track(stream);
+  }
+
+  void synchronize() override {
+    cudaSetDevice(ordinal_);
+    for (auto s : streams_) check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  }
+
+ private:
+  void select() const { check(cudaSetDevice(ordinal_), "cudaSetDevice"); }
+
+  cudaStream_t prepare(device_queue queue, std::span<const device_event> after) {
+    select();
+    cudaStream_t stream = stream_of(queue);
+    for (const auto& e : native_events(after)) {
+      check(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(e.state()->native), 0),
+            "cudaStreamWaitEvent");
+    }
+    return stream;
+  }
+
+  cudaStream_t stream_of(device_queue queue) const {
+    switch (queue.which) {
+      case device_queue::kind::host_to_device:
+        return streams_[streams_.size() - 2];
+      case device_queue::kind::device_to_host:
+        return streams_[streams_.size() - 1];
+      case device_queue::kind::compute:
+        break;
+    }
+    return streams_[queue.index % (streams_.size() - 2)];
+  }
+
+  device_event track(cudaStream_t stream) {
+    cudaEvent_t event = nullptr;
+    check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
+    check(cudaEventRecord(event, stream), "cudaEventRecord");
+    auto state = std::make_shared<device_event_state>(
+        this, event, [](void* e) { cudaEventDestroy(static_cast<cudaEvent_t>(e)); });
+    auto* callback_state = new std::shared_ptr<device_event_state>(state);
+    const auto status = cudaLaunchHostFunc(stream, on_stream_reached, callback_state);
+    if (status != cudaSuccess) {
+      delete callback_state;
+      check(status, "cudaLaunchHostFunc");
+    }
+    return device_event(state);
+  }
+
+  int ordinal_;
+  std::vector<cudaStream_t> streams_;
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<device>> discover_cuda_devices(
+    int first_index, const device_discovery_options& options) {
+  std::vector<std::unique_ptr<device>> devices;
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // no driver or no GPU: the backend simply has no devices
+    return devices;
+  }
+  for (int ordinal = 0; ordinal < count; ++ordinal) {
+    cudaDeviceProp properties{};
+    check(cudaGetDeviceProperties(&properties, ordinal), "cudaGetDeviceProperties");
+    device_info info;
+    info.index = first_index + static_cast<int>(devices.size());
+    info.backend = backend::cuda;
+    info.type = device_type::gpu;
+    info.name = properties.name;
+    info.memory_bytes = capped_memory(properties.totalGlobalMem, options.memory_limit);
+    info.compute_units = static_cast<unsigned>(properties.multiProcessorCount);
+    devices.push_back(std::make_unique<cuda_device>(std::move(info), ordinal,
+                                                    std::max(1u, options.compute_queues)));
+  }
+  return devices;
+}
+
+}  // namespace roam::detail

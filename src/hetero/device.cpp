@@ -1,0 +1,190 @@
+// The parts of the device API that every backend shares.
+#include "roam/hetero/device.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <new>
+#include <sstream>
+
+#include "backends.hpp"
+#include "device_event_state.hpp"
+
+namespace roam {
+
+const char* to_string(backend b) noexcept {
+  switch (b) {
+    case backend::host:
+      return "host";
+    case backend::opencl:
+      return "opencl";
+    case backend::cuda:
+      return "cuda";
+  }
+  return "?";
+}
+
+const char* to_string(device_type t) noexcept {
+  switch (t) {
+    case device_type::cpu:
+      return "cpu";
+    case device_type::gpu:
+      return "gpu";
+    case device_type::accelerator:
+      return "accelerator";
+    case device_type::any:
+      return "any";
+  }
+  return "?";
+}
+
+device_event device_event::completed() {
+  auto state = std::make_shared<detail::device_event_state>();
+  state->complete();
+  return device_event(std::move(state));
+}
+
+bool device_event::ready() const noexcept {
+  return !state_ || state_->done.load(std::memory_order_acquire);
+}
+
+void device_event::wait() const {
+  if (!state_) return;
+  if (!ready()) {
+    std::unique_lock lock(state_->mutex);
+    state_->finished.wait(lock, [&] { return state_->done.load(std::memory_order_acquire); });
+  }
+  if (auto failure = error()) std::rethrow_exception(failure);
+}
+
+std::exception_ptr device_event::error() const {
+  if (!state_ || !ready()) return nullptr;
+  std::lock_guard lock(state_->mutex);
+  return state_->error;
+}
+
+void device_event::on_complete(std::function<void()> callback) const {
+  if (state_) {
+    std::unique_lock lock(state_->mutex);
+    if (!state_->done.load(std::memory_order_relaxed)) {
+      state_->callbacks.push_back(std::move(callback));
+      return;
+    }
+  }
+  callback();
+}
+
+launch_dims launch_dims::linear(std::size_t items, std::uint32_t local) {
+  launch_dims d;
+  d.local = {local, 1, 1};
+  d.groups = {static_cast<std::uint32_t>((items + local - 1) / local), 1, 1};
+  if (d.groups[0] == 0) d.groups[0] = 1;
+  return d;
+}
+
+launch_dims launch_dims::grid2d(std::size_t rows, std::size_t columns, std::uint32_t local) {
+  launch_dims d;
+  d.local = {local, local, 1};
+  d.groups = {static_cast<std::uint32_t>((columns + local - 1) / local),
+              static_cast<std::uint32_t>((rows + local - 1) / local), 1};
+  for (auto& g : d.groups) g = g == 0 ? 1 : g;
+  return d;
+}
+
+namespace detail {
+void* allocate_page_aligned(std::size_t bytes) {
+  constexpr std::size_t page = 4096;
+  void* memory =
+      std::aligned_alloc(page, (std::max<std::size_t>(bytes, 1) + page - 1) / page * page);
+  if (memory == nullptr) throw std::bad_alloc();
+  return memory;
+}
+void free_page_aligned(void* memory) noexcept { std::free(memory); }
+}  // namespace detail
+
+void* device::allocate_host(std::size_t bytes) { return detail::allocate_page_aligned(bytes); }
+
+void device::release_host(void* memory, std::size_t /*bytes*/) noexcept {
+  detail::free_page_aligned(memory);
+}
+
+std::vector<device_event> device::native_events(std::span<const device_event> after) const {
+  std::vector<device_event> native;
+  for (const auto& event : after) {
+    if (event.ready()) {
+      if (auto failure = event.error()) std::rethrow_exception(failure);
+      continue;
+    }
+    if (event.state()->owner == this && event.state()->native != nullptr) {
+      native.push_back(event);
+    } else {
+      event.wait();
+    }
+  }
+  return native;
+}
+
+bool backend_built(backend b) noexcept {
+  switch (b) {
+    case backend::host:
+      return true;
+    case backend::opencl:
+#if defined(ROAM_HAVE_OPENCL)
+      return true;
+#else
+      return false;
+#endif
+    case backend::cuda:
+#if defined(ROAM_HAVE_CUDA)
+      return true;
+#else
+      return false;
+#endif
+  }
+  return false;
+}
+
+namespace {
+bool wanted(const std::string& list, backend b) {
+  if (list.empty()) return true;
+  std::stringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item == to_string(b)) return true;
+  }
+  return false;
+}
+
+void check_backend_names(const std::string& list) {
+  std::stringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item != "host" && item != "opencl" && item != "cuda") {
+      throw device_error("roam: unknown backend '" + item +
+                         "' in the backend list (expected host, opencl or cuda)");
+    }
+  }
+}
+}  // namespace
+
+std::vector<std::unique_ptr<device>> discover_devices(const device_discovery_options& options) {
+  check_backend_names(options.backends);
+  std::vector<std::unique_ptr<device>> devices;
+  if (wanted(options.backends, backend::host)) {
+    devices.push_back(detail::make_host_device(0, options));
+  }
+#if defined(ROAM_HAVE_OPENCL)
+  if (wanted(options.backends, backend::opencl)) {
+    for (auto& d : detail::discover_opencl_devices(static_cast<int>(devices.size()), options))
+      devices.push_back(std::move(d));
+  }
+#endif
+#if defined(ROAM_HAVE_CUDA)
+  if (wanted(options.backends, backend::cuda)) {
+    for (auto& d : detail::discover_cuda_devices(static_cast<int>(devices.size()), options))
+      devices.push_back(std::move(d));
+  }
+#endif
+  return devices;
+}
+
+}  // namespace roam

@@ -1,0 +1,731 @@
+// The heterogeneous framework's core runtime; see hetero_engine.hpp for its shape.
+#include "hetero_engine.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+namespace roam::detail {
+namespace {
+
+bool reads(data_access a) { return a != data_access::write; }
+bool writes(data_access a) { return a != data_access::read; }
+
+data_access merge(data_access a, data_access b) {
+  if (a == b) return a;
+  return data_access::read_write;
+}
+
+/// Each object of a task once, with the union of its accesses.
+std::vector<std::pair<hetero_object_state*, data_access>> unique_objects(
+    const hetero_task_state& task) {
+  std::vector<std::pair<hetero_object_state*, data_access>> objects;
+  for (const auto& argument : task.arguments) {
+    if (!argument.object) continue;
+    auto found = std::find_if(objects.begin(), objects.end(),
+                              [&](const auto& o) { return o.first == argument.object.get(); });
+    if (found == objects.end()) {
+      objects.emplace_back(argument.object.get(), argument.access);
+    } else {
+      found->second = merge(found->second, argument.access);
+    }
+  }
+  return objects;
+}
+
+/// Waits for an event without rethrowing its failure (the task it belongs to reports it).
+void wait_quietly(const device_event& e) {
+  if (!e.state() || e.ready()) return;
+  std::unique_lock lock(e.state()->mutex);
+  e.state()->finished.wait(lock, [&] { return e.state()->done.load(std::memory_order_acquire); });
+}
+
+void drop_finished(std::vector<device_event>& events) {
+  std::erase_if(events, [](const device_event& e) { return e.ready(); });
+}
+
+bool has_form(const kernel& k, backend b) {
+  switch (b) {
+    case backend::host:
+      return k.host != nullptr;
+    case backend::opencl:
+      return k.opencl_body != nullptr;
+    case backend::cuda:
+      return k.cuda_function != nullptr;
+  }
+  return false;
+}
+
+}  // namespace
+
+// ---- objects ----------------------------------------------------------------------------
+
+hetero_object_state::hetero_object_state(std::shared_ptr<hetero_engine> e, std::size_t size)
+    : engine(std::move(e)), bytes(size), copies(engine->space_count()) {
+  host = engine->allocate_host(bytes);
+  copies[0].state = coherence::modified;
+}
+
+hetero_object_state::~hetero_object_state() { engine->forget_object(*this); }
+
+void* hetero_engine::allocate_host(std::size_t bytes) {
+  std::lock_guard lock(mutex_);
+  return host_pool_->allocate(bytes);
+}
+
+void hetero_engine::forget_object(hetero_object_state& object) {
+  std::lock_guard lock(mutex_);
+  for (std::size_t space = 0; space < object.copies.size(); ++space) {
+    auto& copy = object.copies[space];
+    wait_quietly(copy.ready);
+    for (auto& r : copy.readers) wait_quietly(r);
+    if (space != 0 && copy.buffer) {
+      pools_[space - 1]->release(copy.buffer);
+      resident_[space].erase(&object);
+    }
+  }
+  host_pool_->release(object.host, object.bytes);
+}
+
+// ---- the engine's life --------------------------------------------------------------------
+
+hetero_engine::hetero_engine(const hetero_options& options)
+    : scheduler_(options.scheduler ? options.scheduler
+                                   : std::make_shared<transfer_aware_scheduler>()),
+      implicit_default_(options.implicit_dependencies) {
+  device_discovery_options discovery;
+  discovery.backends = options.backends;
+  discovery.memory_limit = options.memory_limit;
+  discovery.host_threads = options.host_threads;
+  discovery.host_separate_memory = options.host_separate_memory;
+  discovery.compute_queues = options.compute_queues;
+  devices_ = discover_devices(discovery);
+  if (devices_.empty()) {
+    throw device_error("roam: no device found for the backends '" + options.backends + "'");
+  }
+  device* pinned_allocator = nullptr;
+  for (auto& d : devices_) {
+    if (d->info().shares_host_memory) {
+      spaces_.push_back(0);
+    } else {
+      pools_.push_back(std::make_unique<device_memory_pool>(*d));
+      spaces_.push_back(static_cast<int>(pools_.size()));
+    }
+    if (d->info().backend == backend::cuda && pinned_allocator == nullptr)
+      pinned_allocator = d.get();
+  }
+  host_pool_ = std::make_unique<host_memory_pool>(pinned_allocator);
+  in_flight_.assign(devices_.size(), 0);
+  next_queue_.assign(devices_.size(), 0);
+  resident_.resize(space_count());
+}
+
+hetero_engine::~hetero_engine() {
+  stop();
+  for (auto& d : devices_) d->synchronize();
+  std::unique_lock lock(inbox_mutex_);
+  inbox_ready_.wait(lock, [&] { return callbacks_outstanding_ == 0; });
+}
+
+void hetero_engine::start() {
+  thread_ = std::thread([this] { engine_loop(); });
+}
+
+void hetero_engine::stop() {
+  {
+    std::lock_guard lock(inbox_mutex_);
+    stopping_ = true;
+  }
+  inbox_ready_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void hetero_engine::post(std::function<void()> item) {
+  {
+    std::lock_guard lock(inbox_mutex_);
+    inbox_.push_back(std::move(item));
+  }
+  inbox_ready_.notify_one();
+}
+
+void hetero_engine::notify_when_done(const device_event& e, std::uint64_t task, bool finishes) {
+  // Runs on a backend's thread: it holds no task or engine reference (the last reference must
+  // never drop there, or the engine would be destroyed on a thread it joins), only this
+  // engine's address, kept valid by the count of callbacks still to run.
+  {
+    std::lock_guard lock(inbox_mutex_);
+    ++callbacks_outstanding_;
+  }
+  e.on_complete([this, task, finishes, state = std::weak_ptr(e.state())] {
+    std::lock_guard lock(inbox_mutex_);
+    inbox_.push_back([this, task, finishes, error = device_event(state.lock()).error()] {
+      auto found = active_.find(task);
+      if (found == active_.end()) return;
+      auto state = found->second;
+      if (finishes) {
+        finish(std::move(state), error);
+      } else {
+        retry_.push_back(std::move(state));
+      }
+    });
+    --callbacks_outstanding_;
+    inbox_ready_.notify_all();
+  });
+}
+
+void hetero_engine::engine_loop() {
+  for (;;) {
+    std::vector<std::function<void()>> items;
+    {
+      std::unique_lock lock(inbox_mutex_);
+      inbox_ready_.wait(lock, [&] { return stopping_ || !inbox_.empty(); });
+      if (inbox_.empty()) return;
+      items.swap(inbox_);
+    }
+    std::vector<std::shared_ptr<hetero_object_state>> dead;
+    {
+      std::lock_guard lock(mutex_);
+      for (auto& item : items) item();
+      dispatch();
+      dead.swap(graveyard_);
+      if (!dead.empty()) ++burials_;
+    }
+    bury(dead);
+  }
+}
+
+void hetero_engine::bury(std::vector<std::shared_ptr<hetero_object_state>>& dead) {
+  if (dead.empty()) return;
+  dead.clear();  // outside the lock: an object's destructor takes it
+  std::lock_guard lock(mutex_);
+  if (--burials_ == 0) all_done_.notify_all();
+}
+
+// ---- submission and dependencies ----------------------------------------------------------
+
+std::shared_ptr<hetero_task_state> hetero_engine::new_task() {
+  auto task = std::make_shared<hetero_task_state>();
+  task->engine = shared_from_this();
+  task->implicit = implicit_default_;
+  return task;
+}
+
+void hetero_engine::submit(const std::shared_ptr<hetero_task_state>& task) {
+  {
+    std::lock_guard lock(mutex_);
+    if (task->phase != task_phase::building) {
+      throw device_error("roam: a hetero_task was submitted twice");
+    }
+    task->id = next_task_id_++;
+    task->phase = task_phase::blocked;
+    ++open_tasks_;
+    auto depend_on = [&](const std::shared_ptr<hetero_task_state>& on) {
+      if (!on || on == task || on->phase == task_phase::complete) return;
+      if (std::find(on->dependents.begin(), on->dependents.end(), task) != on->dependents.end())
+        return;
+      on->dependents.push_back(task);
+      ++task->unfinished;
+    };
+    for (auto& d : task->dependencies) depend_on(d);
+    task->dependencies.clear();
+    if (task->implicit) {
+      for (auto [object, access] : unique_objects(*task)) {
+        std::erase_if(object->readers_since_writer,
+                      [](const auto& r) { return r->phase == task_phase::complete; });
+        if (object->last_writer && object->last_writer->phase == task_phase::complete)
+          object->last_writer.reset();
+        depend_on(object->last_writer);
+        if (writes(access)) {
+          for (auto& r : object->readers_since_writer) depend_on(r);
+          object->readers_since_writer.clear();
+          object->last_writer = task;
+        } else {
+          object->readers_since_writer.push_back(task);
+        }
+      }
+    }
+    if (task->unfinished == 0) make_runnable(task);
+  }
+  post([] {});
+}
+
+class hetero_engine::scheduler_view final : public hetero_scheduler_context {
+ public:
+  explicit scheduler_view(const hetero_engine& engine) : engine_(engine) {}
+  std::span<const int> eligible_devices(std::uint64_t task) const override {
+    return engine_.runnable_.at(task)->eligible;
+  }
+  std::size_t bytes_to_move(std::uint64_t task, int device) const override {
+    return engine_.bytes_to_move(*engine_.runnable_.at(task), device);
+  }
+  std::size_t tasks_in_flight(int device) const override { return engine_.in_flight_.at(device); }
+  std::size_t device_depth(int device) const override {
+    return 2 * std::size_t{engine_.devices_.at(device)->compute_queue_count()};
+  }
+
+ private:
+  const hetero_engine& engine_;
+};
+
+void hetero_engine::make_runnable(const std::shared_ptr<hetero_task_state>& task) {
+  task->phase = task_phase::runnable;
+  if (task->function == nullptr) {
+    host_runnable_.push_back(task);
+    return;
+  }
+  task->eligible = eligible_devices(*task);
+  if (task->eligible.empty()) {
+    fail(task,
+         std::make_exception_ptr(device_error(
+             std::string("roam: no device can run kernel '") + task->function->name + "' (target " +
+             to_string(task->target) +
+             (task->target_backend ? std::string(", backend ") + to_string(*task->target_backend)
+                                   : std::string()) +
+             (task->target_device >= 0 ? ", device " + std::to_string(task->target_device)
+                                       : std::string()) +
+             "; the devices in use lack that type or the kernel's form for their backend)")));
+    return;
+  }
+  runnable_[task->id] = task;
+  scheduler_->push(task->id, scheduler_view(*this));
+}
+
+std::vector<int> hetero_engine::eligible_devices(const hetero_task_state& task) const {
+  std::vector<int> eligible;
+  for (const auto& d : devices_) {
+    const auto& info = d->info();
+    if (task.target_device >= 0 && info.index != task.target_device) continue;
+    if (task.target_backend && info.backend != *task.target_backend) continue;
+    if (task.target != device_type::any && info.type != task.target) continue;
+    if (!has_form(*task.function, info.backend)) continue;
+    eligible.push_back(info.index);
+  }
+  return eligible;
+}
+
+std::size_t hetero_engine::bytes_to_move(const hetero_task_state& task, int device_index) const {
+  const int space = spaces_[device_index];
+  std::size_t bytes = 0;
+  for (auto [object, access] : unique_objects(task)) {
+    if (reads(access) && object->copies[space].state == coherence::invalid) bytes += object->bytes;
+  }
+  return bytes;
+}
+
+// ---- placing and starting tasks -------------------------------------------------------------
+
+void hetero_engine::dispatch() {
+  // Finishing a task inside a pass (an eviction request, a failure) can make others runnable:
+  // pass again while passes still start work.
+  while (dispatch_pass()) {
+  }
+}
+
+bool hetero_engine::dispatch_pass() {
+  bool progressed = !retry_.empty() || !host_runnable_.empty();
+  auto again = std::move(retry_);
+  retry_.clear();
+  for (auto& task : again) {
+    if (attempt(task) == attempt_result::no_memory) waiting_for_memory_.push_back(task);
+  }
+  auto hosts = std::move(host_runnable_);
+  host_runnable_.clear();
+  for (auto& task : hosts) {
+    active_[task->id] = task;
+    task->phase = task_phase::placed;
+    task->device.store(-1);
+    if (attempt(task) == attempt_result::no_memory) waiting_for_memory_.push_back(task);
+  }
+  auto waiting = std::move(waiting_for_memory_);
+  waiting_for_memory_.clear();
+  for (auto& task : waiting) {
+    if (attempt(task) == attempt_result::no_memory) waiting_for_memory_.push_back(task);
+  }
+  while (!runnable_.empty()) {
+    auto placement = scheduler_->pop(scheduler_view(*this));
+    if (!placement) break;
+    progressed = true;
+    auto found = runnable_.find(placement->task);
+    if (found == runnable_.end()) {
+      throw device_error("roam: the hetero scheduler popped a task it was not given");
+    }
+    auto task = found->second;
+    runnable_.erase(found);
+    if (std::find(task->eligible.begin(), task->eligible.end(), placement->device) ==
+        task->eligible.end()) {
+      fail(task, std::make_exception_ptr(device_error(
+                     "roam: the hetero scheduler placed a task on a device that cannot run it")));
+      continue;
+    }
+    place(task, placement->device);
+  }
+  return progressed;
+}
+
+void hetero_engine::place(const std::shared_ptr<hetero_task_state>& task, int device_index) {
+  active_[task->id] = task;
+  task->phase = task_phase::placed;
+  task->device.store(device_index);
+  ++in_flight_[device_index];
+  if (attempt(task) == attempt_result::no_memory) waiting_for_memory_.push_back(task);
+}
+
+device* hetero_engine::device_of_space(int space) const {
+  for (std::size_t i = 0; i < devices_.size(); ++i)
+    if (spaces_[i] == space && space != 0) return devices_[i].get();
+  return nullptr;
+}
+
+bool hetero_engine::reserve_copies(hetero_task_state& task, int space) {
+  if (task.pinned) return true;
+  if (space != 0) {
+    for (auto [object, access] : unique_objects(task)) {
+      auto& copy = object->copies[space];
+      if (copy.buffer) continue;
+      auto& pool = *pools_[space - 1];
+      if (object->bytes > pool.limit()) {
+        throw out_of_device_memory("roam: an object of " + std::to_string(object->bytes) +
+                                   " bytes does not fit in device " +
+                                   device_of_space(space)->info().name + " (" +
+                                   std::to_string(pool.limit()) + " bytes usable)");
+      }
+      auto buffer = pool.allocate(object->bytes);
+      if (!buffer && make_room(space, size_class(object->bytes), task))
+        buffer = pool.allocate(object->bytes);
+      if (!buffer) return false;
+      copy.buffer = *buffer;
+      copy.state = coherence::invalid;
+      resident_[space].insert(object);
+    }
+  }
+  for (auto [object, access] : unique_objects(task)) ++object->copies[space].pins;
+  task.pinned = true;
+  return true;
+}
+
+bool hetero_engine::make_room(int space, std::size_t bytes, const hetero_task_state& user) {
+  auto& pool = *pools_[space - 1];
+  std::vector<hetero_object_state*> candidates;
+  for (auto* object : resident_[space]) {
+    if (object->copies[space].pins > 0) continue;
+    bool used_by_task = false;
+    for (const auto& a : user.arguments) used_by_task |= a.object.get() == object;
+    if (!used_by_task) candidates.push_back(object);
+  }
+  std::sort(candidates.begin(), candidates.end(), [&](auto* a, auto* b) {
+    return a->copies[space].last_use < b->copies[space].last_use;
+  });
+  for (auto* object : candidates) {
+    if (pool.in_use() + bytes <= pool.limit()) break;
+    evict_copy(*object, space);
+  }
+  return pool.in_use() + bytes <= pool.limit();
+}
+
+void hetero_engine::evict_copy(hetero_object_state& object, int space) {
+  auto& copy = object.copies[space];
+  if (copy.state == coherence::modified) {
+    // The only valid copy: write it back to the host first. Rare (the device is full), so the
+    // engine simply waits for the copy rather than tracking a half-evicted state.
+    auto* d = device_of_space(space);
+    auto back = d->copy_to_host(device_queue::device_to_host(), object.host, copy.buffer, 0,
+                                object.bytes, std::span(&copy.ready, 1));
+    ++statistics_.copies_to_host;
+    statistics_.bytes_to_host += object.bytes;
+    back.wait();
+    object.copies[0].state = coherence::modified;
+    object.copies[0].ready = device_event();
+  }
+  wait_quietly(copy.ready);
+  for (auto& r : copy.readers) wait_quietly(r);
+  copy.readers.clear();
+  pools_[space - 1]->release(copy.buffer);
+  copy.buffer = {};
+  copy.state = coherence::invalid;
+  copy.ready = device_event();
+  resident_[space].erase(&object);
+  ++statistics_.evictions;
+  // The host copy stays valid; if no device holds a valid copy the host's is the newest.
+  bool any_valid = false;
+  for (const auto& c : object.copies) any_valid |= c.state != coherence::invalid;
+  if (!any_valid) object.copies[0].state = coherence::modified;
+}
+
+bool hetero_engine::defer_until(const std::shared_ptr<hetero_task_state>& task,
+                                const std::vector<device_event>& events, const device* on) {
+  for (const auto& e : events) {
+    if (e.ready()) continue;
+    if (on != nullptr && e.state()->owner == on && e.state()->native != nullptr) continue;
+    notify_when_done(e, task->id, false);
+    return true;
+  }
+  return false;
+}
+
+device_event hetero_engine::fetch_to_host(hetero_object_state& object) {
+  auto& host = object.copies[0];
+  if (host.state != coherence::invalid) return host.ready;
+  int source = -1;
+  for (std::size_t s = 1; s < object.copies.size(); ++s) {
+    if (object.copies[s].state == coherence::modified) source = static_cast<int>(s);
+    if (source < 0 && object.copies[s].state == coherence::shared) source = static_cast<int>(s);
+  }
+  if (source < 0) throw device_error("roam: a hetero object has no valid copy (internal error)");
+  auto& from = object.copies[source];
+  auto* d = device_of_space(source);
+  auto e = d->copy_to_host(device_queue::device_to_host(), object.host, from.buffer, 0,
+                           object.bytes, std::span(&from.ready, 1));
+  ++statistics_.copies_to_host;
+  statistics_.bytes_to_host += object.bytes;
+  drop_finished(from.readers);
+  from.readers.push_back(e);
+  if (from.state == coherence::modified) from.state = coherence::shared;
+  host.state = coherence::shared;
+  host.ready = e;
+  return e;
+}
+
+hetero_engine::attempt_result hetero_engine::attempt(
+    const std::shared_ptr<hetero_task_state>& task) {
+  try {
+    const int device_index = task->device.load();
+    const bool host_request = task->function == nullptr;
+    const int space = host_request ? 0 : spaces_[device_index];
+    device* d = host_request ? nullptr : devices_[device_index].get();
+    if (!reserve_copies(*task, space)) return attempt_result::no_memory;
+    const auto objects = unique_objects(*task);
+
+    // Bring every copy the task reads up to date; stop at the first that needs an operation
+    // this device cannot wait for natively (a copy to the host from another device).
+    std::vector<device_event> after;
+    for (auto [object, access] : objects) {
+      auto& copy = object->copies[space];
+      copy.last_use = ++clock_;
+      if (reads(access) && copy.state == coherence::invalid) {
+        auto host_ready = fetch_to_host(*object);
+        if (space != 0) {
+          if (defer_until(task, {host_ready}, nullptr)) return attempt_result::deferred;
+          auto& host = object->copies[0];
+          auto e = d->copy_to_device(device_queue::host_to_device(), copy.buffer, 0, object->host,
+                                     object->bytes, {});
+          ++statistics_.copies_to_device;
+          statistics_.bytes_to_device += object->bytes;
+          drop_finished(host.readers);
+          host.readers.push_back(e);
+          if (host.state == coherence::modified) host.state = coherence::shared;
+          copy.ready = e;
+          copy.state = coherence::shared;
+        }
+      }
+      after.push_back(copy.ready);
+      if (writes(access)) after.insert(after.end(), copy.readers.begin(), copy.readers.end());
+    }
+    if (defer_until(task, after, d)) return attempt_result::deferred;
+
+    if (host_request) {
+      auto [object, access] = objects.front();
+      if (writes(access)) {
+        for (std::size_t s = 1; s < object->copies.size(); ++s)
+          object->copies[s].state = coherence::invalid;
+        object->copies[0].state = coherence::modified;
+      }
+      task->phase = task_phase::running;
+      grant(task);
+      return attempt_result::started;
+    }
+
+    std::vector<kernel_argument> arguments;
+    arguments.reserve(task->arguments.size());
+    for (const auto& a : task->arguments) {
+      if (!a.object) {
+        arguments.push_back(a.value);
+      } else if (space == 0) {
+        arguments.push_back(kernel_argument::of_buffer({a.object->host, a.object->bytes}));
+      } else {
+        arguments.push_back(kernel_argument::of_buffer(a.object->copies[space].buffer));
+      }
+    }
+    const unsigned queue = next_queue_[device_index]++ % d->compute_queue_count();
+    auto e = d->launch(device_queue::compute(queue), *task->function, task->dims, arguments,
+                       task->local_bytes, after);
+    for (auto [object, access] : objects) {
+      auto& copy = object->copies[space];
+      if (writes(access)) {
+        for (std::size_t s = 0; s < object->copies.size(); ++s)
+          if (static_cast<int>(s) != space) object->copies[s].state = coherence::invalid;
+        copy.state = coherence::modified;
+        copy.ready = e;
+        copy.readers.clear();
+      } else {
+        drop_finished(copy.readers);
+        copy.readers.push_back(e);
+      }
+    }
+    task->phase = task_phase::running;
+    notify_when_done(e, task->id, true);
+    return attempt_result::started;
+  } catch (...) {
+    fail(task, std::current_exception());
+    return attempt_result::started;
+  }
+}
+
+// ---- host requests ---------------------------------------------------------------------------
+
+hetero_future<void*> hetero_engine::request_host(const std::shared_ptr<hetero_object_state>& object,
+                                                 data_access access, bool evict_when_granted) {
+  auto task = new_task();
+  task->implicit = true;  // a host request always orders with the tasks around it
+  task->evict_when_granted = evict_when_granted;
+  task->granted = std::make_shared<device_event_state>();
+  task_argument argument;
+  argument.object = object;
+  argument.access = access;
+  task->arguments.push_back(std::move(argument));
+  {
+    std::lock_guard lock(mutex_);
+    object->host_requests.push_back(task);
+  }
+  submit(task);
+  auto* host = object->host;
+  return {device_event(task->granted), [host] { return host; }};
+}
+
+void hetero_engine::grant(const std::shared_ptr<hetero_task_state>& task) {
+  auto* object = task->arguments.front().object.get();
+  auto& host = object->copies[0];
+  std::vector<device_event> pending{host.ready};
+  if (writes(task->arguments.front().access))
+    pending.insert(pending.end(), host.readers.begin(), host.readers.end());
+  if (defer_until(task, pending, nullptr)) {
+    // Come back when the transfer is done: attempt() sees the host copy valid and grants again.
+    return;
+  }
+  if (task->evict_when_granted) {
+    for (std::size_t s = 1; s < object->copies.size(); ++s) {
+      if (object->copies[s].buffer && object->copies[s].pins == 0)
+        evict_copy(*object, static_cast<int>(s));
+    }
+    std::erase(object->host_requests, task);
+    finish(task, nullptr);
+    return;
+  }
+  task->phase = task_phase::held;
+  task->granted->complete();
+}
+
+void hetero_engine::release_host(hetero_object_state& object) {
+  std::vector<std::shared_ptr<hetero_object_state>> dead;
+  {
+    std::lock_guard lock(mutex_);
+    auto found = std::find_if(object.host_requests.begin(), object.host_requests.end(),
+                              [](const auto& t) { return !t->evict_when_granted; });
+    if (found == object.host_requests.end()) {
+      throw device_error("roam: hetero_object::release() without a request");
+    }
+    auto task = *found;
+    if (task->phase != task_phase::held) {
+      throw device_error(
+          "roam: hetero_object::release() before its request was granted (wait for the future)");
+    }
+    object.host_requests.erase(found);
+    finish(task, nullptr);
+    dead.swap(graveyard_);
+    if (!dead.empty()) ++burials_;
+  }
+  bury(dead);
+  post([] {});
+}
+
+// ---- completion -------------------------------------------------------------------------------
+
+void hetero_engine::finish(std::shared_ptr<hetero_task_state> task, std::exception_ptr failure) {
+  if (task->phase == task_phase::complete) return;
+  const int device_index = task->device.load();
+  if (task->pinned) {
+    const int space = task->function == nullptr ? 0 : spaces_[device_index];
+    for (auto [object, access] : unique_objects(*task)) --object->copies[space].pins;
+    task->pinned = false;
+  }
+  if (task->function != nullptr && device_index >= 0 && task->phase != task_phase::runnable)
+    --in_flight_[device_index];
+  if (failure && device_index >= 0 && task->function != nullptr) {
+    // The failed operation's event must not poison later work on these copies (a backend fails
+    // operations that wait for a failed one): their contents are undefined, their order kept.
+    const int space = spaces_[device_index];
+    for (auto [object, access] : unique_objects(*task)) {
+      auto& copy = object->copies[space];
+      if (copy.ready.error()) copy.ready = device_event();
+      std::erase_if(copy.readers, [](const device_event& e) { return e.error() != nullptr; });
+    }
+  }
+  task->phase = task_phase::complete;
+  active_.erase(task->id);
+  ++statistics_.tasks_completed;
+  for (auto& dependent : task->dependents) {
+    if (--dependent->unfinished == 0 && dependent->phase == task_phase::blocked)
+      make_runnable(dependent);
+  }
+  task->dependents.clear();
+  for (auto& a : task->arguments) {
+    if (a.object) graveyard_.push_back(std::move(a.object));
+  }
+  task->arguments.clear();
+  if (task->granted) task->granted->complete(failure);
+  task->finished->complete(failure);
+  --open_tasks_;
+  all_done_.notify_all();
+}
+
+void hetero_engine::fail(std::shared_ptr<hetero_task_state> task, std::exception_ptr failure) {
+  runnable_.erase(task->id);
+  if (task->function == nullptr && !task->arguments.empty())
+    std::erase(task->arguments.front().object->host_requests, task);
+  finish(std::move(task), std::move(failure));
+}
+
+void hetero_engine::wait_all() {
+  std::unique_lock lock(mutex_);
+  all_done_.wait(lock, [&] { return open_tasks_ == 0 && burials_ == 0; });
+}
+
+hetero_statistics hetero_engine::statistics() const {
+  std::lock_guard lock(mutex_);
+  auto s = statistics_;
+  for (const auto& pool : pools_) s.device_bytes_in_use += pool->in_use();
+  return s;
+}
+
+// ---- the default scheduler ------------------------------------------------------------------
+
+}  // namespace roam::detail
+
+namespace roam {
+
+void transfer_aware_scheduler::push(std::uint64_t task, const hetero_scheduler_context&) {
+  runnable_.push_back(task);
+}
+
+std::optional<hetero_placement> transfer_aware_scheduler::pop(
+    const hetero_scheduler_context& context) {
+  if (runnable_.empty()) return std::nullopt;
+  const std::uint64_t task = runnable_.front();
+  int best = -1;
+  std::size_t best_bytes = 0;
+  std::size_t best_load = 0;
+  for (int d : context.eligible_devices(task)) {
+    const std::size_t load = context.tasks_in_flight(d);
+    if (load >= context.device_depth(d)) continue;
+    const std::size_t bytes = context.bytes_to_move(task, d);
+    if (best < 0 || bytes < best_bytes || (bytes == best_bytes && load < best_load)) {
+      best = d;
+      best_bytes = bytes;
+      best_load = load;
+    }
+  }
+  if (best < 0) return std::nullopt;
+  runnable_.pop_front();
+  return hetero_placement{task, best};
+}
+
+}  // namespace roam

@@ -1,0 +1,187 @@
+#pragma once
+// The heterogeneous framework's core runtime (thesis Fig. 48, middle layer, and §5.1.3):
+// objects' per-space MSI copies, task dependencies, the engine thread that schedules tasks,
+// issues the transfers the protocol requires and launches kernels, and eviction.
+//
+// Locking: one mutex (`mutex_`) guards all objects, tasks and pools. Device completion callbacks
+// never take it: they post to the inbox (its own mutex), which the engine thread drains.
+// Memory spaces: 0 is the host; each device with memory of its own is one more space. A device
+// that computes on host memory (the host backend) works in space 0.
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "device_event_state.hpp"
+#include "memory_pools.hpp"
+#include "roam/hetero/hetero_runtime.hpp"
+#include "roam/hetero/hetero_task.hpp"
+
+namespace roam::detail {
+
+class hetero_engine;
+
+/// One object's copy in one memory space.
+struct memory_copy {
+  coherence state = coherence::invalid;
+  device_buffer buffer;               ///< unused in the host space
+  device_event ready;                 ///< the last operation that wrote this copy
+  std::vector<device_event> readers;  ///< operations that read this copy, maybe in flight
+  std::uint64_t last_use = 0;
+  int pins = 0;  ///< tasks placed on this space that use the copy
+};
+
+struct hetero_object_state {
+  hetero_object_state(std::shared_ptr<hetero_engine> e, std::size_t size);
+  hetero_object_state(const hetero_object_state&) = delete;
+  hetero_object_state& operator=(const hetero_object_state&) = delete;
+  ~hetero_object_state();
+
+  std::shared_ptr<hetero_engine> engine;
+  std::size_t bytes;
+  void* host = nullptr;
+  std::vector<memory_copy> copies;  ///< per memory space
+  // Implicit dependencies: the last writer and the readers since it, in submission order.
+  std::shared_ptr<hetero_task_state> last_writer;
+  std::vector<std::shared_ptr<hetero_task_state>> readers_since_writer;
+  /// Host requests not yet released, oldest first.
+  std::deque<std::shared_ptr<hetero_task_state>> host_requests;
+};
+
+enum class task_phase : std::uint8_t {
+  building,
+  blocked,
+  runnable,
+  placed,
+  running,
+  held,
+  complete
+};
+
+struct task_argument {
+  std::shared_ptr<hetero_object_state> object;  ///< null for a value
+  data_access access = data_access::read;
+  kernel_argument value;
+};
+
+struct hetero_task_state {
+  std::shared_ptr<hetero_engine> engine;
+  const kernel* function = nullptr;  ///< null for a host request
+  launch_dims dims;
+  std::size_t local_bytes = 0;
+  device_type target = device_type::any;
+  std::optional<roam::backend> target_backend;
+  int target_device = -1;
+  bool implicit = true;
+  bool evict_when_granted = false;  ///< remove_from_devices: free device copies, then finish
+  std::vector<task_argument> arguments;
+  std::vector<std::shared_ptr<hetero_task_state>> dependencies;  ///< explicit, before submit
+  std::vector<std::shared_ptr<hetero_task_state>> dependents;
+  std::size_t unfinished = 0;
+  task_phase phase = task_phase::building;
+  std::uint64_t id = 0;
+  std::atomic<int> device{-1};
+  bool pinned = false;
+  std::shared_ptr<device_event_state> finished = std::make_shared<device_event_state>();
+  std::shared_ptr<device_event_state> granted;  ///< host requests: the view is ready
+  std::vector<int> eligible;
+};
+
+class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
+ public:
+  explicit hetero_engine(const hetero_options& options);
+  hetero_engine(const hetero_engine&) = delete;
+  hetero_engine& operator=(const hetero_engine&) = delete;
+  ~hetero_engine();
+
+  void start();
+  void stop();
+
+  [[nodiscard]] const std::vector<std::unique_ptr<device>>& devices() const { return devices_; }
+  [[nodiscard]] std::size_t space_count() const { return pools_.size() + 1; }
+  [[nodiscard]] int space_of(int device_index) const { return spaces_[device_index]; }
+
+  void* allocate_host(std::size_t bytes);
+  void forget_object(hetero_object_state& object);
+
+  std::shared_ptr<hetero_task_state> new_task();
+  void submit(const std::shared_ptr<hetero_task_state>& task);
+  hetero_future<void*> request_host(const std::shared_ptr<hetero_object_state>& object,
+                                    data_access access, bool evict_when_granted);
+  void release_host(hetero_object_state& object);
+  void wait_all();
+  [[nodiscard]] hetero_statistics statistics() const;
+  [[nodiscard]] bool default_implicit() const { return implicit_default_; }
+
+ private:
+  class scheduler_view;
+  enum class attempt_result : std::uint8_t { started, deferred, no_memory };
+
+  void post(std::function<void()> item);
+  /// When `e` completes, the engine thread finishes (or retries) the task with this id.
+  void notify_when_done(const device_event& e, std::uint64_t task, bool finishes);
+  void engine_loop();
+  /// Drops objects the engine held; wait_all() waits for this, so their memory is freed by then.
+  void bury(std::vector<std::shared_ptr<hetero_object_state>>& dead);
+  void dispatch();
+  /// One pass over the retry, host-request, memory-waiting and runnable tasks; true if it
+  /// started anything.
+  bool dispatch_pass();
+  void make_runnable(const std::shared_ptr<hetero_task_state>& task);
+  void place(const std::shared_ptr<hetero_task_state>& task, int device_index);
+  attempt_result attempt(const std::shared_ptr<hetero_task_state>& task);
+  bool reserve_copies(hetero_task_state& task, int space);
+  bool make_room(int space, std::size_t bytes, const hetero_task_state& user);
+  void evict_copy(hetero_object_state& object, int space);
+  bool defer_until(const std::shared_ptr<hetero_task_state>& task,
+                   const std::vector<device_event>& events, const device* on);
+  device_event fetch_to_host(hetero_object_state& object);
+  void grant(const std::shared_ptr<hetero_task_state>& task);
+  // By value: callers pass elements of containers these functions erase from.
+  void finish(std::shared_ptr<hetero_task_state> task, std::exception_ptr failure);
+  void fail(std::shared_ptr<hetero_task_state> task, std::exception_ptr failure);
+  [[nodiscard]] std::vector<int> eligible_devices(const hetero_task_state& task) const;
+  [[nodiscard]] std::size_t bytes_to_move(const hetero_task_state& task, int device_index) const;
+  [[nodiscard]] device* device_of_space(int space) const;
+
+  std::vector<std::unique_ptr<device>> devices_;
+  std::vector<int> spaces_;                                 ///< memory space of each device
+  std::vector<std::unique_ptr<device_memory_pool>> pools_;  ///< space s >= 1 is pools_[s - 1]
+  std::unique_ptr<host_memory_pool> host_pool_;
+  std::shared_ptr<hetero_scheduler> scheduler_;
+  bool implicit_default_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable all_done_;
+  std::uint64_t next_task_id_ = 1;
+  std::uint64_t clock_ = 0;
+  std::size_t open_tasks_ = 0;
+  std::unordered_map<std::uint64_t, std::shared_ptr<hetero_task_state>> runnable_;
+  /// Placed and not finished: what device callbacks name by id.
+  std::unordered_map<std::uint64_t, std::shared_ptr<hetero_task_state>> active_;
+  std::vector<std::shared_ptr<hetero_task_state>> host_runnable_;
+  std::vector<std::shared_ptr<hetero_task_state>> retry_;
+  std::vector<std::shared_ptr<hetero_task_state>> waiting_for_memory_;
+  std::vector<std::size_t> in_flight_;
+  std::vector<unsigned> next_queue_;
+  std::vector<std::unordered_set<hetero_object_state*>> resident_;  ///< per space
+  std::vector<std::shared_ptr<hetero_object_state>> graveyard_;     ///< dropped after unlocking
+  std::size_t burials_ = 0;                                         ///< graveyards being dropped
+  hetero_statistics statistics_;
+
+  std::mutex inbox_mutex_;
+  std::condition_variable inbox_ready_;
+  std::vector<std::function<void()>> inbox_;
+  bool stopping_ = false;
+  std::size_t callbacks_outstanding_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace roam::detail

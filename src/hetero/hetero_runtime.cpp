@@ -1,0 +1,221 @@
+// hetero_runtime, and the calls behind hetero_object and hetero_task.
+#include "roam/hetero/hetero_runtime.hpp"
+
+#include <atomic>
+#include <charconv>
+#include <cstdlib>
+#include <string>
+
+#include "hetero_engine.hpp"
+
+namespace roam {
+namespace {
+
+std::atomic<hetero_runtime*> current_runtime{nullptr};
+std::mutex current_mutex;
+std::shared_ptr<detail::hetero_engine> current_engine;
+
+std::shared_ptr<detail::hetero_engine> engine_or_throw() {
+  std::lock_guard lock(current_mutex);
+  if (!current_engine) {
+    throw device_error(
+        "roam: no hetero_runtime is alive; create one before hetero objects and tasks");
+  }
+  return current_engine;
+}
+
+std::size_t parse_size(const char* name, const char* text) {
+  std::size_t value = 0;
+  const char* end = text + std::char_traits<char>::length(text);
+  auto [ptr, ec] = std::from_chars(text, end, value);
+  if (ec != std::errc() || ptr != end) {
+    throw device_error(std::string("roam: ") + name + "='" + text + "' is not a whole number");
+  }
+  return value;
+}
+
+}  // namespace
+
+const char* to_string(coherence c) noexcept {
+  switch (c) {
+    case coherence::invalid:
+      return "invalid";
+    case coherence::shared:
+      return "shared";
+    case coherence::modified:
+      return "modified";
+  }
+  return "?";
+}
+
+hetero_options hetero_options::from_environment() {
+  hetero_options options;
+  if (const char* v = std::getenv("ROAM_HETERO_BACKENDS")) options.backends = v;
+  if (const char* v = std::getenv("ROAM_HETERO_MEMORY_LIMIT"))
+    options.memory_limit = parse_size("ROAM_HETERO_MEMORY_LIMIT", v);
+  if (const char* v = std::getenv("ROAM_HETERO_HOST_THREADS"))
+    options.host_threads = static_cast<unsigned>(parse_size("ROAM_HETERO_HOST_THREADS", v));
+  if (const char* v = std::getenv("ROAM_HETERO_HOST_MEMORY")) {
+    const std::string mode = v;
+    if (mode != "shared" && mode != "separate")
+      throw device_error("roam: ROAM_HETERO_HOST_MEMORY must be 'shared' or 'separate', not '" +
+                         mode + "'");
+    options.host_separate_memory = mode == "separate";
+  }
+  if (const char* v = std::getenv("ROAM_HETERO_QUEUES")) {
+    options.compute_queues = static_cast<unsigned>(parse_size("ROAM_HETERO_QUEUES", v));
+    if (options.compute_queues == 0)
+      throw device_error("roam: ROAM_HETERO_QUEUES must be at least 1");
+  }
+  return options;
+}
+
+hetero_runtime::hetero_runtime(hetero_options options) {
+  hetero_runtime* expected = nullptr;
+  if (!current_runtime.compare_exchange_strong(expected, this)) {
+    throw device_error("roam: a hetero_runtime is already alive in this process");
+  }
+  try {
+    engine_ = std::make_shared<detail::hetero_engine>(options);
+    engine_->start();
+  } catch (...) {
+    current_runtime.store(nullptr);
+    throw;
+  }
+  for (const auto& d : engine_->devices()) device_view_.push_back(d.get());
+  std::lock_guard lock(current_mutex);
+  current_engine = engine_;
+}
+
+hetero_runtime::~hetero_runtime() {
+  engine_->wait_all();
+  engine_->stop();
+  {
+    std::lock_guard lock(current_mutex);
+    current_engine.reset();
+  }
+  current_runtime.store(nullptr);
+}
+
+hetero_runtime& hetero_runtime::current() {
+  auto* runtime = current_runtime.load();
+  if (runtime == nullptr) {
+    throw device_error("roam: no hetero_runtime is alive; create one first");
+  }
+  return *runtime;
+}
+
+std::span<device* const> hetero_runtime::devices() const noexcept { return device_view_; }
+
+void hetero_runtime::wait_all() { engine_->wait_all(); }
+
+hetero_statistics hetero_runtime::statistics() const { return engine_->statistics(); }
+
+namespace detail {
+
+std::shared_ptr<hetero_object_state> make_hetero_object(std::size_t bytes) {
+  if (bytes == 0) throw device_error("roam: a hetero_object needs at least one element");
+  return std::make_shared<hetero_object_state>(engine_or_throw(), bytes);
+}
+
+void* host_data(const hetero_object_state& object) noexcept { return object.host; }
+std::size_t object_bytes(const hetero_object_state& object) noexcept { return object.bytes; }
+
+hetero_future<void*> request_host_access(const std::shared_ptr<hetero_object_state>& object,
+                                         data_access access) {
+  if (!object) throw device_error("roam: request() on an empty hetero_object");
+  return object->engine->request_host(object, access, false);
+}
+
+void release_host_access(hetero_object_state& object) { object.engine->release_host(object); }
+
+void evict_everywhere(const std::shared_ptr<hetero_object_state>& object) {
+  if (!object) throw device_error("roam: remove_from_devices() on an empty hetero_object");
+  (void)object->engine->request_host(object, data_access::read_write, true);
+}
+
+coherence copy_state(const hetero_object_state& object, int device) noexcept {
+  const auto& engine = *object.engine;
+  if (device < 0 || device >= static_cast<int>(engine.devices().size())) return coherence::invalid;
+  return object.copies[engine.space_of(device)].state;
+}
+
+coherence host_state(const hetero_object_state& object) noexcept { return object.copies[0].state; }
+
+std::shared_ptr<hetero_task_state> make_hetero_task(const kernel& k, const launch_dims& dims) {
+  auto task = engine_or_throw()->new_task();
+  task->function = &k;
+  task->dims = dims;
+  for (int d = 0; d < 3; ++d) {
+    if (dims.groups[d] == 0 || dims.local[d] == 0) {
+      throw device_error(std::string("roam: kernel '") + k.name +
+                         "' launched with a zero dimension");
+    }
+  }
+  return task;
+}
+
+namespace {
+void check_building(const hetero_task_state& task, const char* what) {
+  if (task.phase != task_phase::building) {
+    throw device_error(std::string("roam: hetero_task::") + what + " after submit()");
+  }
+}
+}  // namespace
+
+void add_object_argument(hetero_task_state& task, object_argument argument) {
+  check_building(task, "argument");
+  if (argument.object->engine != task.engine) {
+    throw device_error("roam: a hetero_object of another hetero_runtime given to a task");
+  }
+  task_argument a;
+  a.object = std::move(argument.object);
+  a.access = argument.access;
+  task.arguments.push_back(std::move(a));
+}
+
+void add_value_argument(hetero_task_state& task, const kernel_argument& value) {
+  check_building(task, "argument");
+  task_argument a;
+  a.value = value;
+  task.arguments.push_back(std::move(a));
+}
+
+void set_local_memory(hetero_task_state& task, std::size_t bytes) {
+  check_building(task, "local_memory");
+  task.local_bytes = bytes;
+}
+
+void set_target(hetero_task_state& task, device_type type, std::optional<roam::backend> on_backend,
+                int device_index) {
+  check_building(task, "on");
+  task.target = type;
+  task.target_backend = on_backend;
+  task.target_device = device_index;
+}
+
+void set_implicit_dependencies(hetero_task_state& task, bool enabled) {
+  check_building(task, "implicit_dependencies");
+  task.implicit = enabled;
+}
+
+void add_task_dependency(hetero_task_state& task, const std::shared_ptr<hetero_task_state>& on) {
+  check_building(task, "add_dependency");
+  task.dependencies.push_back(on);
+}
+
+void submit_task(const std::shared_ptr<hetero_task_state>& task) { task->engine->submit(task); }
+
+void wait_task(const hetero_task_state& task) {
+  if (task.id == 0) throw device_error("roam: hetero_task::wait() on a task never submitted");
+  device_event(task.finished).wait();
+}
+
+bool task_done(const hetero_task_state& task) noexcept {
+  return task.finished->done.load(std::memory_order_acquire);
+}
+
+int task_device(const hetero_task_state& task) noexcept { return task.device.load(); }
+
+}  // namespace detail
+}  // namespace roam

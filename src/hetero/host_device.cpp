@@ -1,0 +1,279 @@
+// The host backend: kernels run on roam's own pool of CPU threads, one task per work-group
+// with the group's items in a loop (thesis Fig. 46-47). Written here rather than on a library
+// pool because its operations must chain on device events from any backend without blocking a
+// thread, and idle workers must park (2-core machines run several ranks of this at once).
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "backends.hpp"
+#include "device_event_state.hpp"
+#include "roam/hetero/kernel.hpp"
+
+namespace roam::detail {
+namespace {
+
+class host_device final : public device {
+ public:
+  host_device(device_info info, unsigned threads, unsigned compute_queues)
+      : device(std::move(info)), queue_tails_(compute_queues + 2) {
+    workers_.reserve(threads);
+    for (unsigned i = 0; i < threads; ++i) workers_.emplace_back([this] { work(); });
+  }
+
+  ~host_device() override {
+    synchronize();
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : workers_) t.join();
+  }
+
+  unsigned compute_queue_count() const noexcept override {
+    return static_cast<unsigned>(queue_tails_.size() - 2);
+  }
+
+  device_buffer allocate(std::size_t bytes) override {
+    if (bytes == 0) throw device_error("roam: a device allocation of 0 bytes");
+    return {device::allocate_host(bytes), bytes};
+  }
+  void release(device_buffer buffer) noexcept override {
+    if (buffer) device::release_host(buffer.handle, buffer.bytes);
+  }
+
+  device_event copy_to_device(device_queue queue, device_buffer destination, std::size_t offset,
+                              const void* source, std::size_t bytes,
+                              std::span<const device_event> after) override {
+    check_range(destination, offset, bytes);
+    auto* to = static_cast<char*>(destination.handle) + offset;
+    return issue(queue, after, [to, source, bytes] { std::memcpy(to, source, bytes); });
+  }
+
+  device_event copy_to_host(device_queue queue, void* destination, device_buffer source,
+                            std::size_t offset, std::size_t bytes,
+                            std::span<const device_event> after) override {
+    check_range(source, offset, bytes);
+    const auto* from = static_cast<const char*>(source.handle) + offset;
+    return issue(queue, after,
+                 [destination, from, bytes] { std::memcpy(destination, from, bytes); });
+  }
+
+  device_event copy_on_device(device_queue queue, device_buffer destination,
+                              std::size_t destination_offset, device_buffer source,
+                              std::size_t source_offset, std::size_t bytes,
+                              std::span<const device_event> after) override {
+    check_range(destination, destination_offset, bytes);
+    check_range(source, source_offset, bytes);
+    auto* to = static_cast<char*>(destination.handle) + destination_offset;
+    const auto* from = static_cast<const char*>(source.handle) + source_offset;
+    return issue(queue, after, [to, from, bytes] { std::memmove(to, from, bytes); });
+  }
+
+  device_event launch(device_queue queue, const kernel& k, const launch_dims& dims,
+                      std::span<const kernel_argument> arguments, std::size_t local_bytes,
+                      std::span<const device_event> after) override {
+    if (k.host == nullptr) {
+      throw device_error(std::string("roam: kernel '") + (k.name ? k.name : "?") +
+                         "' has no host form; the host backend cannot run it");
+    }
+    auto run = std::make_shared<launch_run>(k.host, dims, arguments, local_bytes);
+    const auto strips = static_cast<unsigned>(
+        std::min<std::size_t>(dims.group_count(), std::max<std::size_t>(workers_.size(), 1)));
+    run->strips_left.store(strips, std::memory_order_relaxed);
+    // The launch completes when its last strip finishes; issue() must not complete it.
+    return issue(queue, after,
+                 [this, run, strips](const std::shared_ptr<device_event_state>& state) {
+                   run->state = state;
+                   for (unsigned i = 0; i < strips; ++i) push([run] { run->strip(); });
+                 });
+  }
+
+  void synchronize() override {
+    std::vector<device_event> tails;
+    {
+      std::lock_guard lock(mutex_);
+      tails = queue_tails_;
+    }
+    for (auto& t : tails) {
+      if (t.state()) {
+        std::unique_lock lock(t.state()->mutex);
+        t.state()->finished.wait(lock, [&] { return t.state()->done.load(); });
+      }
+    }
+  }
+
+ private:
+  struct launch_run {
+    launch_run(host_kernel_function f, const launch_dims& d, std::span<const kernel_argument> a,
+               std::size_t local)
+        : function(f), dims(d), arguments(a.begin(), a.end()), local_bytes(local) {
+      slots.reserve(arguments.size());
+      for (auto& argument : arguments) {
+        slots.push_back(argument.is_buffer ? static_cast<void*>(&argument.buffer.handle)
+                                           : static_cast<void*>(argument.scalar.data()));
+      }
+    }
+
+    void strip() {
+      kernel_ids ids;
+      ids.local_size = dims.local;
+      ids.num_groups = dims.groups;
+      std::vector<char> local(std::max<std::size_t>(local_bytes, 1));
+      const std::size_t total = dims.group_count();
+      for (std::size_t g = next_group.fetch_add(1); g < total; g = next_group.fetch_add(1)) {
+        ids.group_id = {
+            static_cast<std::uint32_t>(g % dims.groups[0]),
+            static_cast<std::uint32_t>(g / dims.groups[0] % dims.groups[1]),
+            static_cast<std::uint32_t>(g / (std::size_t{dims.groups[0]} * dims.groups[1]))};
+        try {
+          function(slots.data(), &ids, local.data());
+        } catch (...) {
+          std::lock_guard lock(failure_mutex);
+          if (!failure) failure = std::current_exception();
+        }
+      }
+      if (strips_left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::exception_ptr e;
+        {
+          std::lock_guard lock(failure_mutex);
+          e = failure;
+        }
+        state->complete(e);
+      }
+    }
+
+    host_kernel_function function;
+    launch_dims dims;
+    std::vector<kernel_argument> arguments;
+    std::vector<void*> slots;
+    std::size_t local_bytes;
+    std::atomic<std::size_t> next_group{0};
+    std::atomic<unsigned> strips_left{0};
+    std::shared_ptr<device_event_state> state;
+    std::mutex failure_mutex;
+    std::exception_ptr failure;
+  };
+
+  static void check_range(device_buffer buffer, std::size_t offset, std::size_t bytes) {
+    if (!buffer || offset > buffer.bytes || bytes > buffer.bytes - offset) {
+      throw device_error("roam: a copy outside its buffer (offset " + std::to_string(offset) +
+                         ", " + std::to_string(bytes) + " bytes, buffer of " +
+                         std::to_string(buffer.bytes) + ")");
+    }
+  }
+
+  std::size_t queue_slot(device_queue queue) const {
+    switch (queue.which) {
+      case device_queue::kind::host_to_device:
+        return queue_tails_.size() - 2;
+      case device_queue::kind::device_to_host:
+        return queue_tails_.size() - 1;
+      case device_queue::kind::compute:
+        break;
+    }
+    return queue.index % (queue_tails_.size() - 2);
+  }
+
+  /// Runs `body` once the events of `after` and the queue's previous operation are done, never
+  /// blocking the caller. A body taking the event state completes it itself.
+  template <class Body>
+  device_event issue(device_queue queue, std::span<const device_event> after, Body body) {
+    auto state = std::make_shared<device_event_state>();
+    state->owner = this;
+    std::vector<device_event> waits(after.begin(), after.end());
+    {
+      std::lock_guard lock(mutex_);
+      auto& tail = queue_tails_[queue_slot(queue)];
+      if (tail.state()) waits.push_back(tail);
+      tail = device_event(state);
+    }
+    auto start = [this, state, waits, body = std::move(body)]() mutable {
+      for (auto& w : waits) {
+        if (auto failure = w.error()) {
+          state->complete(failure);
+          return;
+        }
+      }
+      push([state, body = std::move(body)]() mutable {
+        if constexpr (std::is_invocable_v<Body&, const std::shared_ptr<device_event_state>&>) {
+          try {
+            body(state);
+          } catch (...) {
+            state->complete(std::current_exception());
+          }
+        } else {
+          try {
+            body();
+            state->complete();
+          } catch (...) {
+            state->complete(std::current_exception());
+          }
+        }
+      });
+    };
+    auto pending = std::make_shared<std::atomic<std::size_t>>(waits.size() + 1);
+    auto shared_start = std::make_shared<decltype(start)>(std::move(start));
+    auto arrive = [pending, shared_start] {
+      if (pending->fetch_sub(1, std::memory_order_acq_rel) == 1) (*shared_start)();
+    };
+    for (auto& w : waits) w.on_complete(arrive);
+    arrive();
+    return device_event(state);
+  }
+
+  void push(std::function<void()> work) {
+    {
+      std::lock_guard lock(mutex_);
+      ready_.push_back(std::move(work));
+    }
+    wake_.notify_one();
+  }
+
+  void work() {
+    for (;;) {
+      std::function<void()> next;
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return stopping_ || !ready_.empty(); });
+        if (ready_.empty()) return;
+        next = std::move(ready_.front());
+        ready_.pop_front();
+      }
+      next();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> ready_;
+  bool stopping_ = false;
+  std::vector<device_event> queue_tails_;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace
+
+std::unique_ptr<device> make_host_device(int index, const device_discovery_options& options) {
+  const unsigned threads = options.host_threads != 0
+                               ? options.host_threads
+                               : std::max(1u, std::thread::hardware_concurrency());
+  device_info info;
+  info.index = index;
+  info.backend = backend::host;
+  info.type = device_type::cpu;
+  info.name = "host (" + std::to_string(threads) + " threads)";
+  // The host's memory is not measured here; the limit (if any) bounds what the runtime keeps.
+  info.memory_bytes = capped_memory(std::size_t{1} << 46, options.memory_limit);
+  info.compute_units = threads;
+  info.shares_host_memory = !options.host_separate_memory;
+  return std::make_unique<host_device>(std::move(info), threads,
+                                       std::max(1u, options.compute_queues));
+}
+
+}  // namespace roam::detail

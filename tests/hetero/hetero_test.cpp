@@ -1,0 +1,536 @@
+// The heterogeneous framework (part A of issue 7): device API, kernels written once, MSI
+// coherence, dependencies, eviction, scheduling. Each test makes its own hetero_runtime on the
+// backends named by ROAM_TEST_BACKENDS (ctest runs this binary once per backend set); the host
+// backend alone is made to copy like a discrete device, so every set has a device with memory
+// of its own and coherence is exercised everywhere.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "roam/hetero.hpp"
+#include "test_kernels.hpp"
+
+namespace {
+
+std::string test_backends() {
+  const char* v = std::getenv("ROAM_TEST_BACKENDS");
+  return v != nullptr ? v : "host";
+}
+
+roam::hetero_options test_options() {
+  roam::hetero_options options;
+  options.backends = test_backends();
+  options.host_separate_memory = options.backends == "host";
+  options.host_threads = 2;
+  return options;
+}
+
+/// The first device with memory of its own (there is one in every tested backend set).
+int discrete_device(const roam::hetero_runtime& rt) {
+  for (auto* d : rt.devices())
+    if (!d->info().shares_host_memory) return d->info().index;
+  ADD_FAILURE() << "no device with memory of its own among " << test_backends();
+  return 0;
+}
+
+std::vector<unsigned> iota(std::size_t n, unsigned first = 0) {
+  std::vector<unsigned> v(n);
+  std::iota(v.begin(), v.end(), first);
+  return v;
+}
+
+// ---- the device API ---------------------------------------------------------------------
+
+TEST(DeviceApi, CopiesAndLaunchesChainThroughEvents) {
+  roam::hetero_runtime rt(test_options());
+  for (auto* d : rt.devices()) {
+    SCOPED_TRACE(d->info().name);
+    const int n = 1000;
+    auto input = iota(n, 5);
+    std::vector<unsigned> output(n, 0);
+    auto buffer = d->allocate(n * sizeof(unsigned));
+    auto in = d->copy_to_device(roam::device_queue::host_to_device(), buffer, 0, input.data(),
+                                n * sizeof(unsigned), {});
+    const roam::kernel_argument arguments[] = {roam::kernel_argument::of_buffer(buffer),
+                                               roam::kernel_argument::of_value(n)};
+    auto ran = d->launch(roam::device_queue::compute(0), increment,
+                         roam::launch_dims::linear(n, 64), arguments, 0, std::span(&in, 1));
+    auto out = d->copy_to_host(roam::device_queue::device_to_host(), output.data(), buffer, 0,
+                               n * sizeof(unsigned), std::span(&ran, 1));
+    out.wait();
+    EXPECT_TRUE(in.ready());
+    EXPECT_TRUE(ran.ready());
+    for (int i = 0; i < n; ++i) ASSERT_EQ(output[i], input[i] + 1) << i;
+    d->release(buffer);
+  }
+}
+
+TEST(DeviceApi, RejectsBadRequestsWithClearErrors) {
+  roam::hetero_runtime rt(test_options());
+  auto* d = rt.devices().front();
+  EXPECT_THROW((void)d->allocate(0), roam::device_error);
+  roam::kernel no_forms{"no_forms", nullptr, nullptr, nullptr, nullptr};
+  auto buffer = d->allocate(64);
+  try {
+    (void)d->launch(roam::device_queue::compute(0), no_forms, roam::launch_dims::linear(1), {}, 0,
+                    {});
+    FAIL() << "a kernel without this backend's form was launched";
+  } catch (const roam::device_error& e) {
+    EXPECT_NE(std::string(e.what()).find("no_forms"), std::string::npos) << e.what();
+  }
+  d->release(buffer);
+  EXPECT_THROW(roam::hetero_options o; o.backends = "host,fpga";
+               roam::hetero_runtime second(o), roam::device_error);
+}
+
+TEST(DeviceApi, OneRuntimeAtATime) {
+  roam::hetero_runtime rt(test_options());
+  EXPECT_THROW(roam::hetero_runtime second(test_options()), roam::device_error);
+  EXPECT_EQ(&roam::hetero_runtime::current(), &rt);
+}
+
+// ---- kernels written once ------------------------------------------------------------------
+
+TEST(KernelsWrittenOnce, GiveIdenticalResultsOnEveryDevice) {
+  roam::hetero_runtime rt(test_options());
+  const int n = 4096;
+  std::mt19937 random(7);
+  std::vector<unsigned> x(n), y(n);
+  for (auto& v : x) v = random();
+  for (auto& v : y) v = random();
+  std::vector<unsigned> expected(n);
+  for (int i = 0; i < n; ++i) expected[i] = y[i] * 2654435761u + x[i] + 12345u;
+
+  for (auto* d : rt.devices()) {
+    SCOPED_TRACE(d->info().name);
+    roam::hetero_object<unsigned> xs{std::span<const unsigned>(x)};
+    roam::hetero_object<unsigned> ys{std::span<const unsigned>(y)};
+    roam::hetero_task t(mix_into, roam::launch_dims::linear(n, 128), roam::inout(ys), roam::in(xs),
+                        2654435761u, 12345u, n);
+    t.on_device(d->info().index).submit().wait();
+    EXPECT_EQ(t.device(), d->info().index);
+    EXPECT_EQ(ys.to_vector(), expected);
+  }
+}
+
+TEST(KernelsWrittenOnce, LocalMemoryAndParallelRegions) {
+  roam::hetero_runtime rt(test_options());
+  const int n = 64 * 20;
+  auto values = iota(n, 1);
+  for (auto* d : rt.devices()) {
+    SCOPED_TRACE(d->info().name);
+    roam::hetero_object<unsigned> x{std::span<const unsigned>(values)};
+    roam::hetero_object<unsigned> sums(20);
+    roam::hetero_task s(group_sums, roam::launch_dims::linear(n, 64), roam::in(x), roam::out(sums),
+                        n);
+    s.local_memory(64 * sizeof(unsigned)).on_device(d->info().index).submit();
+    roam::hetero_task r(reverse_groups, roam::launch_dims::linear(n, 64), roam::inout(x));
+    r.on_device(d->info().index).submit();
+    r.wait();
+    auto got = sums.to_vector();
+    for (int g = 0; g < 20; ++g) {
+      unsigned expected = 0;
+      for (int i = 0; i < 64; ++i) expected += values[g * 64 + i];
+      EXPECT_EQ(got[g], expected) << g;
+    }
+    auto reversed = x.to_vector();
+    for (int g = 0; g < 20; ++g)
+      for (int i = 0; i < 64; ++i) ASSERT_EQ(reversed[g * 64 + i], values[g * 64 + 63 - i]);
+  }
+}
+
+TEST(KernelsWrittenOnce, IdsInTwoDimensions) {
+  roam::hetero_runtime rt(test_options());
+  const int width = 32;
+  const int height = 16;
+  for (auto* d : rt.devices()) {
+    SCOPED_TRACE(d->info().name);
+    roam::hetero_object<unsigned> out(width * height);
+    roam::launch_dims dims;
+    dims.groups = {4, 2, 1};
+    dims.local = {8, 8, 1};
+    roam::hetero_task(record_ids, dims, roam::out(out), width)
+        .on_device(d->info().index)
+        .submit()
+        .wait();
+    auto got = out.to_vector();
+    for (unsigned gy = 0; gy < 16; ++gy)
+      for (unsigned gx = 0; gx < 32; ++gx)
+        ASSERT_EQ(got[gy * width + gx], (gx << 24) | (gy << 16) | ((gx / 8) << 8) | (gy % 8))
+            << gx << "," << gy;
+  }
+}
+
+TEST(KernelsWrittenOnce, DoublePrecisionDgemm) {
+  roam::hetero_runtime rt(test_options());
+  const int n = 48;
+  std::vector<double> a(n * n), b(n * n), expected(n * n, 0.0);
+  std::mt19937 random(3);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (auto& v : a) v = u(random);
+  for (auto& v : b) v = u(random);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j)
+      for (int k = 0; k < n; ++k) expected[i * n + j] += a[i * n + k] * b[k * n + j];
+  for (auto* d : rt.devices()) {
+    SCOPED_TRACE(d->info().name);
+    roam::hetero_object<double> as{std::span<const double>(a)}, bs{std::span<const double>(b)};
+    roam::hetero_object<double> cs(n * n);
+    roam::hetero_task(naive_dgemm, roam::launch_dims::grid2d(n, n, 16), roam::in(as), roam::in(bs),
+                      roam::out(cs), n)
+        .on_device(d->info().index)
+        .submit()
+        .wait();
+    auto c = cs.to_vector();
+    for (int i = 0; i < n * n; ++i) ASSERT_NEAR(c[i], expected[i], 1e-12) << i;
+  }
+}
+
+// ---- coherence -------------------------------------------------------------------------------
+
+// The thesis' Fig. 38: o1 holds 7 on the CPU and the GPU; a GPU task writes 0 (the CPU copy is
+// invalidated); before a CPU reader runs, the CPU copy is refreshed from the GPU.
+TEST(Coherence, ThesisFigure38) {
+  roam::hetero_runtime rt(test_options());
+  const int gpu = discrete_device(rt);
+  roam::hetero_object<unsigned> o1(256, 7u);
+  EXPECT_EQ(o1.state_on_host(), roam::coherence::modified);
+  EXPECT_EQ(o1.state_on(gpu), roam::coherence::invalid);
+
+  roam::hetero_object<unsigned> sums(4);
+  roam::hetero_task(group_sums, roam::launch_dims::linear(256, 64), roam::in(o1), roam::out(sums),
+                    256)
+      .local_memory(64 * sizeof(unsigned))
+      .on_device(gpu)
+      .submit()
+      .wait();
+  EXPECT_EQ(o1.state_on_host(), roam::coherence::shared);
+  EXPECT_EQ(o1.state_on(gpu), roam::coherence::shared);
+  auto before = rt.statistics();
+
+  roam::hetero_task(fill, roam::launch_dims::linear(256, 64), roam::out(o1), 0u, 256)
+      .on_device(gpu)
+      .submit()
+      .wait();  // t0
+  EXPECT_EQ(o1.state_on(gpu), roam::coherence::modified);
+  EXPECT_EQ(o1.state_on_host(), roam::coherence::invalid);
+  auto after_write = rt.statistics();
+  EXPECT_EQ(after_write.copies_to_device, before.copies_to_device)
+      << "an out() argument moved data";
+
+  auto view = o1.request(roam::data_access::read).get();  // t1, a CPU reader
+  for (unsigned v : view) ASSERT_EQ(v, 0u);
+  o1.release();
+  EXPECT_EQ(o1.state_on_host(), roam::coherence::shared);
+  EXPECT_EQ(o1.state_on(gpu), roam::coherence::shared);
+  auto after_read = rt.statistics();
+  EXPECT_EQ(after_read.copies_to_host, after_write.copies_to_host + 1);
+  EXPECT_EQ(after_read.bytes_to_host, after_write.bytes_to_host + 256 * sizeof(unsigned));
+
+  // A second read needs no transfer: both copies are Shared.
+  (void)o1.to_vector();
+  EXPECT_EQ(rt.statistics().copies_to_host, after_read.copies_to_host);
+  // A host write invalidates the device copy; the next device reader fetches it again.
+  auto w = o1.request(roam::data_access::read_write).get();
+  w[0] = 41;
+  o1.release();
+  EXPECT_EQ(o1.state_on(gpu), roam::coherence::invalid);
+  roam::hetero_task(increment, roam::launch_dims::linear(256, 64), roam::inout(o1), 256)
+      .on_device(gpu)
+      .submit()
+      .wait();
+  EXPECT_EQ(rt.statistics().copies_to_device, after_read.copies_to_device + 1);
+  EXPECT_EQ(o1.to_vector()[0], 42u);
+}
+
+TEST(Coherence, SharedHostMemoryNeedsNoCopies) {
+  roam::hetero_options options;
+  options.backends = "host";
+  options.host_threads = 2;
+  roam::hetero_runtime rt(options);
+  ASSERT_TRUE(rt.devices().front()->info().shares_host_memory);
+  roam::hetero_object<unsigned> x(1000, 1u);
+  for (int i = 0; i < 5; ++i)
+    roam::hetero_task(increment, roam::launch_dims::linear(1000), roam::inout(x), 1000).submit();
+  auto v = x.to_vector();
+  EXPECT_EQ(v, std::vector<unsigned>(1000, 6u));
+  EXPECT_EQ(rt.statistics().copies_to_device, 0u);
+  EXPECT_EQ(rt.statistics().copies_to_host, 0u);
+}
+
+// Random task sequences over several objects and every device, checked against the same
+// sequence replayed on plain host vectors.
+TEST(Coherence, RandomSequencesMatchAHostReplay) {
+  roam::hetero_runtime rt(test_options());
+  const int devices = static_cast<int>(rt.devices().size());
+  const int n = 300;
+  const int objects = 5;
+  std::mt19937 random(2024);
+  std::vector<std::vector<unsigned>> replay;
+  std::vector<roam::hetero_object<unsigned>> data;
+  for (int o = 0; o < objects; ++o) {
+    replay.push_back(iota(n, 100u * o));
+    data.emplace_back(std::span<const unsigned>(replay.back()));
+  }
+  for (int step = 0; step < 300; ++step) {
+    const int kind = static_cast<int>(random() % 10);
+    const int y = static_cast<int>(random() % objects);
+    const int x = static_cast<int>(random() % objects);
+    const int device = static_cast<int>(random() % devices);
+    if (kind < 6 && x != y) {
+      const unsigned a = random() | 1u;
+      const unsigned k = random();
+      roam::hetero_task(mix_into, roam::launch_dims::linear(n, 64), roam::inout(data[y]),
+                        roam::in(data[x]), a, k, n)
+          .on_device(device)
+          .submit();
+      for (int i = 0; i < n; ++i) replay[y][i] = replay[y][i] * a + replay[x][i] + k;
+    } else if (kind < 7) {
+      const unsigned value = random();
+      roam::hetero_task(fill, roam::launch_dims::linear(n, 64), roam::out(data[y]), value, n)
+          .on_device(device)
+          .submit();
+      std::fill(replay[y].begin(), replay[y].end(), value);
+    } else if (kind < 8) {
+      auto view = data[y].request(roam::data_access::read_write).get();
+      ASSERT_TRUE(std::equal(view.begin(), view.end(), replay[y].begin())) << "step " << step;
+      view[step % n] ^= 0x5a5a5a5au;
+      replay[y][step % n] ^= 0x5a5a5a5au;
+      data[y].release();
+    } else if (kind < 9) {
+      auto view = data[y].request(roam::data_access::read).get();
+      ASSERT_TRUE(std::equal(view.begin(), view.end(), replay[y].begin())) << "step " << step;
+      data[y].release();
+    } else {
+      data[y].remove_from_devices();
+    }
+  }
+  rt.wait_all();
+  for (int o = 0; o < objects; ++o) EXPECT_EQ(data[o].to_vector(), replay[o]) << "object " << o;
+}
+
+// ---- dependencies ------------------------------------------------------------------------------
+
+TEST(Dependencies, WritersWaitForHeldReadersAndReadersRunTogether) {
+  roam::hetero_runtime rt(test_options());
+  const int d = discrete_device(rt);
+  roam::hetero_object<unsigned> x(64, 1u);
+  roam::hetero_object<unsigned> sums(1);
+  auto held = x.request(roam::data_access::read).get();  // a reader that stays until release
+  ASSERT_EQ(held[0], 1u);
+  roam::hetero_task reader(group_sums, roam::launch_dims::linear(64, 64), roam::in(x),
+                           roam::out(sums), 64);
+  reader.local_memory(64 * sizeof(unsigned)).on_device(d).submit();
+  reader.wait();  // read-read: runs while the host still reads
+  roam::hetero_task writer(increment, roam::launch_dims::linear(64), roam::inout(x), 64);
+  writer.on_device(d).submit();
+  roam::hetero_task later_reader(group_sums, roam::launch_dims::linear(64, 64), roam::in(x),
+                                 roam::out(sums), 64);
+  later_reader.local_memory(64 * sizeof(unsigned)).on_device(d).submit();
+  // Neither can finish while the host's read access is held: the writer waits for it, and the
+  // later reader waits for the writer.
+  EXPECT_FALSE(writer.done());
+  EXPECT_FALSE(later_reader.done());
+  x.release();
+  later_reader.wait();
+  EXPECT_TRUE(writer.done());
+  EXPECT_EQ(sums.to_vector()[0], 64u * 2);
+}
+
+TEST(Dependencies, HeldWriterBlocksReadersUntilRelease) {
+  roam::hetero_runtime rt(test_options());
+  roam::hetero_object<unsigned> x(64, 1u);
+  auto held = x.request(roam::data_access::write).get();
+  std::fill(held.begin(), held.end(), 5u);
+  roam::hetero_object<unsigned> sums(1);
+  roam::hetero_task reader(group_sums, roam::launch_dims::linear(64, 64), roam::in(x),
+                           roam::out(sums), 64);
+  reader.local_memory(64 * sizeof(unsigned)).submit();
+  EXPECT_FALSE(reader.done());
+  x.release();
+  reader.wait();
+  EXPECT_EQ(sums.to_vector()[0], 5u * 64);
+}
+
+TEST(Dependencies, ExplicitAndDisabledImplicit) {
+  roam::hetero_runtime rt(test_options());
+  roam::hetero_object<unsigned> x(64, 1u);
+  roam::hetero_object<unsigned> y(64, 1u);
+  auto held = x.request(roam::data_access::read).get();
+  roam::hetero_task blocked(increment, roam::launch_dims::linear(64), roam::inout(x), 64);
+  blocked.submit();
+  // y is disjoint from x, but the explicit dependency makes it wait for `blocked`.
+  roam::hetero_task after(increment, roam::launch_dims::linear(64), roam::inout(y), 64);
+  after.add_dependency(blocked).submit();
+  // Opted out of implicit dependencies: writes x while the host still reads it.
+  roam::hetero_task unordered(fill, roam::launch_dims::linear(64), roam::out(y), 9u, 64);
+  unordered.implicit_dependencies(false).submit();
+  unordered.wait();
+  EXPECT_FALSE(blocked.done());
+  EXPECT_FALSE(after.done());
+  (void)held;
+  x.release();
+  after.wait();
+  EXPECT_EQ(x.to_vector(), std::vector<unsigned>(64, 2u));
+}
+
+TEST(Dependencies, WriteChainsSerializeAcrossDevices) {
+  roam::hetero_runtime rt(test_options());
+  const int devices = static_cast<int>(rt.devices().size());
+  roam::hetero_object<unsigned> x(1000, 0u);
+  for (int i = 0; i < 40; ++i) {
+    roam::hetero_task(increment, roam::launch_dims::linear(1000), roam::inout(x), 1000)
+        .on_device(i % devices)
+        .submit();
+  }
+  rt.wait_all();
+  EXPECT_EQ(x.to_vector(), std::vector<unsigned>(1000, 40u));
+}
+
+// ---- memory ------------------------------------------------------------------------------------
+
+TEST(Memory, EvictsLeastRecentlyUsedUnderASmallLimit) {
+  auto options = test_options();
+  options.memory_limit = 3 * 4096 * sizeof(unsigned);  // room for three objects per device
+  roam::hetero_runtime rt(options);
+  const int d = discrete_device(rt);
+  const int n = 4096;
+  std::vector<roam::hetero_object<unsigned>> objects;
+  for (int i = 0; i < 8; ++i) objects.emplace_back(n, static_cast<unsigned>(i));
+  for (int round = 0; round < 3; ++round)
+    for (auto& o : objects)
+      roam::hetero_task(increment, roam::launch_dims::linear(n), roam::inout(o), n)
+          .on_device(d)
+          .submit();
+  rt.wait_all();
+  const auto s = rt.statistics();
+  EXPECT_GT(s.evictions, 0u);
+  EXPECT_LE(s.device_bytes_in_use, options.memory_limit * rt.devices().size());
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(objects[i].to_vector(), std::vector<unsigned>(n, i + 3u)) << "object " << i;
+}
+
+TEST(Memory, AnObjectLargerThanTheDeviceFailsItsTask) {
+  auto options = test_options();
+  options.memory_limit = 1024;
+  roam::hetero_runtime rt(options);
+  const int d = discrete_device(rt);
+  roam::hetero_object<unsigned> big(4096, 1u);
+  roam::hetero_task t(increment, roam::launch_dims::linear(4096), roam::inout(big), 4096);
+  t.on_device(d).submit();
+  EXPECT_THROW(t.wait(), roam::out_of_device_memory);
+  EXPECT_EQ(big.to_vector(), std::vector<unsigned>(4096, 1u));  // nothing lost
+}
+
+TEST(Memory, DeviceCopiesAreFreedWithTheirObjects) {
+  roam::hetero_runtime rt(test_options());
+  const int d = discrete_device(rt);
+  {
+    roam::hetero_object<unsigned> x(10000, 1u);
+    roam::hetero_task(increment, roam::launch_dims::linear(10000), roam::inout(x), 10000)
+        .on_device(d)
+        .submit();
+    // The handle goes out of scope while its task may still run: the task keeps it alive.
+  }
+  rt.wait_all();
+  EXPECT_EQ(rt.statistics().device_bytes_in_use, 0u);
+}
+
+TEST(Memory, RemoveFromDevicesKeepsTheData) {
+  roam::hetero_runtime rt(test_options());
+  const int d = discrete_device(rt);
+  roam::hetero_object<unsigned> x(1000, 1u);
+  roam::hetero_task(increment, roam::launch_dims::linear(1000), roam::inout(x), 1000)
+      .on_device(d)
+      .submit();
+  x.remove_from_devices();
+  rt.wait_all();
+  EXPECT_EQ(x.state_on(d), roam::coherence::invalid);
+  EXPECT_EQ(rt.statistics().device_bytes_in_use, 0u);
+  EXPECT_EQ(x.to_vector(), std::vector<unsigned>(1000, 2u));
+}
+
+// ---- errors and scheduling ----------------------------------------------------------------------
+
+void throwing_host_kernel(void* const*, roam::kernel_ids*, char*) {
+  throw std::runtime_error("kernel failed on purpose");
+}
+
+TEST(Errors, FailuresReachWait) {
+  roam::hetero_runtime rt(test_options());
+  roam::hetero_object<unsigned> x(10, 1u);
+  roam::hetero_task no_device(increment, roam::launch_dims::linear(10), roam::inout(x), 10);
+  no_device.on_device(99).submit();
+  try {
+    no_device.wait();
+    FAIL() << "a task no device can run completed";
+  } catch (const roam::device_error& e) {
+    EXPECT_NE(std::string(e.what()).find("no device can run kernel 'increment'"), std::string::npos)
+        << e.what();
+  }
+  roam::kernel throws{"throws", &throwing_host_kernel, nullptr, nullptr, nullptr};
+  roam::hetero_task failing(throws, roam::launch_dims::linear(1), roam::inout(x));
+  failing.on(roam::backend::host).submit();
+  EXPECT_THROW(failing.wait(), std::runtime_error);
+  // Later tasks on the object still run.
+  roam::hetero_task(increment, roam::launch_dims::linear(10), roam::inout(x), 10).submit().wait();
+  EXPECT_EQ(x.to_vector()[0], 2u);
+
+  EXPECT_THROW(x.release(), roam::device_error);  // no request held
+  roam::hetero_task twice(increment, roam::launch_dims::linear(10), roam::inout(x), 10);
+  twice.submit();
+  EXPECT_THROW(twice.submit(), roam::device_error);
+  roam::hetero_task never(increment, roam::launch_dims::linear(10), roam::inout(x), 10);
+  EXPECT_THROW(never.wait(), roam::device_error);
+}
+
+class last_device_scheduler final : public roam::hetero_scheduler {
+ public:
+  void push(std::uint64_t task, const roam::hetero_scheduler_context&) override {
+    tasks_.push_back(task);
+  }
+  std::optional<roam::hetero_placement> pop(const roam::hetero_scheduler_context& c) override {
+    if (tasks_.empty()) return std::nullopt;
+    const auto task = tasks_.front();
+    tasks_.pop_front();
+    ++popped;
+    return roam::hetero_placement{task, c.eligible_devices(task).back()};
+  }
+  int popped = 0;
+
+ private:
+  std::deque<std::uint64_t> tasks_;
+};
+
+TEST(Scheduling, APluggedSchedulerPlacesTasks) {
+  auto options = test_options();
+  auto scheduler = std::make_shared<last_device_scheduler>();
+  options.scheduler = scheduler;
+  roam::hetero_runtime rt(options);
+  roam::hetero_object<unsigned> x(100, 0u);
+  roam::hetero_task t(increment, roam::launch_dims::linear(100), roam::inout(x), 100);
+  t.submit().wait();
+  EXPECT_EQ(t.device(), static_cast<int>(rt.devices().size()) - 1);
+  EXPECT_EQ(scheduler->popped, 1);
+}
+
+TEST(Scheduling, TheDefaultPrefersTheDeviceHoldingTheData) {
+  roam::hetero_runtime rt(test_options());
+  const int d = discrete_device(rt);
+  roam::hetero_object<unsigned> x(100000, 0u);
+  roam::hetero_task(fill, roam::launch_dims::linear(100000), roam::out(x), 3u, 100000)
+      .on_device(d)
+      .submit()
+      .wait();
+  // x is Modified on d only: any other device would need it moved.
+  roam::hetero_task t(increment, roam::launch_dims::linear(100000), roam::inout(x), 100000);
+  t.submit().wait();
+  EXPECT_EQ(t.device(), d);
+}
+
+}  // namespace
