@@ -27,7 +27,12 @@ if(NOT ROAM_CUDA STREQUAL "OFF")
       set(CMAKE_CUDA_ARCHITECTURES 75)
     endif()
     enable_language(CUDA)
-    set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 knows no C++20 flag for nvcc; kernels need 17
+    # CMake 3.25 predates nvcc 13 and knows no C++20 flag for it; nvcc has one.
+    if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    endif()
+    set(CMAKE_CUDA_STANDARD 20)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
     set(ROAM_HAVE_CUDA ON)
