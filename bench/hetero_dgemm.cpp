@@ -29,35 +29,34 @@
 
 // 16 x 16 tiles; n must be a multiple of 16. Per-item accumulators live in local memory
 // because per-item variables do not survive from one parallel region to the next.
-ROAM_GROUP_KERNEL(dgemm_tiled, (roam_global const double* a, roam_global const double* b,
-                                roam_global double* c, int n), {
-  roam_local double tile_a[16][16];
-  roam_local double tile_b[16][16];
-  roam_local double sum[16][16];
-  roam_parallel_region({ sum[roam_local_id(1)][roam_local_id(0)] = 0.0; })
-  for (int t = 0; t < n / 16; ++t) {
-    roam_parallel_region({
-      const int x = (int)roam_local_id(0);
-      const int y = (int)roam_local_id(1);
-      const int row = (int)roam_group_id(1) * 16 + y;
-      const int column = (int)roam_group_id(0) * 16 + x;
-      tile_a[y][x] = a[row * n + t * 16 + x];
-      tile_b[y][x] = b[(t * 16 + y) * n + column];
-    })
-    roam_parallel_region({
-      const int x = (int)roam_local_id(0);
-      const int y = (int)roam_local_id(1);
-      double s = sum[y][x];
-      for (int k = 0; k < 16; ++k) s += tile_a[y][k] * tile_b[k][x];
-      sum[y][x] = s;
-    })
-  }
-  roam_parallel_region({
-    const int row = (int)roam_group_id(1) * 16 + (int)roam_local_id(1);
-    const int column = (int)roam_group_id(0) * 16 + (int)roam_local_id(0);
-    c[row * n + column] = sum[roam_local_id(1)][roam_local_id(0)];
-  })
-})
+ROAM_GROUP_KERNEL(dgemm_tiled,
+                  (roam_global const double* a, roam_global const double* b, roam_global double* c,
+                   int n),
+                  {
+                    roam_local double tile_a[16][16];
+                    roam_local double tile_b[16][16];
+                    roam_local double sum[16][16];
+                    roam_parallel_region({
+                      sum[roam_local_id(1)][roam_local_id(0)] = 0.0;
+                    }) for (int t = 0; t < n / 16; ++t){roam_parallel_region({
+                      const int x = (int)roam_local_id(0);
+                      const int y = (int)roam_local_id(1);
+                      const int row = (int)roam_group_id(1) * 16 + y;
+                      const int column = (int)roam_group_id(0) * 16 + x;
+                      tile_a[y][x] = a[row * n + t * 16 + x];
+                      tile_b[y][x] = b[(t * 16 + y) * n + column];
+                    }) roam_parallel_region({
+                      const int x = (int)roam_local_id(0);
+                      const int y = (int)roam_local_id(1);
+                      double s = sum[y][x];
+                      for (int k = 0; k < 16; ++k) s += tile_a[y][k] * tile_b[k][x];
+                      sum[y][x] = s;
+                    })} roam_parallel_region({
+                      const int row = (int)roam_group_id(1) * 16 + (int)roam_local_id(1);
+                      const int column = (int)roam_group_id(0) * 16 + (int)roam_local_id(0);
+                      c[row * n + column] = sum[roam_local_id(1)][roam_local_id(0)];
+                    })
+                  })
 
 namespace {
 
@@ -82,10 +81,11 @@ void check(const inputs& in, const std::vector<double>& c, int n, const char* wh
     const int i = (probe * 7919) % n;
     const int j = (probe * 104729) % n;
     double expected = 0;
-    for (int k = 0; k < n; ++k) expected += in.a[std::size_t(i) * n + k] * in.b[std::size_t(k) * n + j];
+    for (int k = 0; k < n; ++k)
+      expected += in.a[std::size_t(i) * n + k] * in.b[std::size_t(k) * n + j];
     if (std::abs(c[std::size_t(i) * n + j] - expected) > 1e-9 * n) {
-      std::fprintf(stderr, "hetero_dgemm: WRONG result from %s at n=%d (%d,%d): %g vs %g\n", who,
-                   n, i, j, c[std::size_t(i) * n + j], expected);
+      std::fprintf(stderr, "hetero_dgemm: WRONG result from %s at n=%d (%d,%d): %g vs %g\n", who, n,
+                   i, j, c[std::size_t(i) * n + j], expected);
       std::exit(1);
     }
   }
@@ -128,7 +128,8 @@ __kernel void dgemm(__global const double* a, __global const double* b, __global
 )";
 
 void cl_check(cl_int status, const char* what) {
-  if (status != CL_SUCCESS) throw std::runtime_error(std::string(what) + " failed: " + std::to_string(status));
+  if (status != CL_SUCCESS)
+    throw std::runtime_error(std::string(what) + " failed: " + std::to_string(status));
 }
 
 double time_direct_opencl(const inputs& in, int n, int iterations, std::vector<double>& c) {
@@ -144,7 +145,8 @@ double time_direct_opencl(const inputs& in, int n, int iterations, std::vector<d
   const char* source = opencl_dgemm;
   cl_program program = clCreateProgramWithSource(context, 1, &source, nullptr, &status);
   cl_check(status, "clCreateProgramWithSource");
-  cl_check(clBuildProgram(program, 1, &device, "-cl-std=CL1.2", nullptr, nullptr), "clBuildProgram");
+  cl_check(clBuildProgram(program, 1, &device, "-cl-std=CL1.2", nullptr, nullptr),
+           "clBuildProgram");
   cl_kernel kernel = clCreateKernel(program, "dgemm", &status);
   cl_check(status, "clCreateKernel");
   const std::size_t bytes = std::size_t(n) * n * sizeof(double);
@@ -154,14 +156,18 @@ double time_direct_opencl(const inputs& in, int n, int iterations, std::vector<d
     cl_mem da = clCreateBuffer(context, CL_MEM_READ_ONLY, bytes, nullptr, &status);
     cl_mem db = clCreateBuffer(context, CL_MEM_READ_ONLY, bytes, nullptr, &status);
     cl_mem dc = clCreateBuffer(context, CL_MEM_WRITE_ONLY, bytes, nullptr, &status);
-    cl_check(clEnqueueWriteBuffer(queue, da, CL_FALSE, 0, bytes, in.a.data(), 0, nullptr, nullptr), "write");
-    cl_check(clEnqueueWriteBuffer(queue, db, CL_FALSE, 0, bytes, in.b.data(), 0, nullptr, nullptr), "write");
+    cl_check(clEnqueueWriteBuffer(queue, da, CL_FALSE, 0, bytes, in.a.data(), 0, nullptr, nullptr),
+             "write");
+    cl_check(clEnqueueWriteBuffer(queue, db, CL_FALSE, 0, bytes, in.b.data(), 0, nullptr, nullptr),
+             "write");
     clSetKernelArg(kernel, 0, sizeof(cl_mem), &da);
     clSetKernelArg(kernel, 1, sizeof(cl_mem), &db);
     clSetKernelArg(kernel, 2, sizeof(cl_mem), &dc);
     clSetKernelArg(kernel, 3, sizeof(int), &n);
-    cl_check(clEnqueueNDRangeKernel(queue, kernel, 2, nullptr, global, local, 0, nullptr, nullptr), "launch");
-    cl_check(clEnqueueReadBuffer(queue, dc, CL_TRUE, 0, bytes, c.data(), 0, nullptr, nullptr), "read");
+    cl_check(clEnqueueNDRangeKernel(queue, kernel, 2, nullptr, global, local, 0, nullptr, nullptr),
+             "launch");
+    cl_check(clEnqueueReadBuffer(queue, dc, CL_TRUE, 0, bytes, c.data(), 0, nullptr, nullptr),
+             "read");
     clReleaseMemObject(da);
     clReleaseMemObject(db);
     clReleaseMemObject(dc);
@@ -180,7 +186,8 @@ double time_direct_opencl(const inputs& in, int n, int iterations, std::vector<d
 
 #if defined(__CUDACC__)
 void cuda_check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
+  if (status != cudaSuccess)
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
 }
 
 double time_direct_cuda(const inputs& in, int n, int iterations, std::vector<double>& c) {
@@ -213,7 +220,8 @@ std::vector<int> parse_sizes(const std::string& text) {
   std::string item;
   while (std::getline(in, item, ',')) {
     const int n = std::stoi(item);
-    if (n <= 0 || n % 16 != 0) throw std::invalid_argument("sizes must be positive multiples of 16");
+    if (n <= 0 || n % 16 != 0)
+      throw std::invalid_argument("sizes must be positive multiples of 16");
     sizes.push_back(n);
   }
   return sizes;
@@ -238,13 +246,18 @@ int main(int argc, char** argv) {
   bool json = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--backend" && i + 1 < argc) backend = argv[++i];
-    else if (arg == "--sizes" && i + 1 < argc) sizes = parse_sizes(argv[++i]);
-    else if (arg == "--iterations" && i + 1 < argc) iterations = std::atoi(argv[++i]);
-    else if (arg == "--json") json = true;
+    if (arg == "--backend" && i + 1 < argc)
+      backend = argv[++i];
+    else if (arg == "--sizes" && i + 1 < argc)
+      sizes = parse_sizes(argv[++i]);
+    else if (arg == "--iterations" && i + 1 < argc)
+      iterations = std::atoi(argv[++i]);
+    else if (arg == "--json")
+      json = true;
     else {
-      std::fprintf(stderr, "usage: hetero_dgemm [--backend opencl|cuda] [--sizes 64,128,...] "
-                           "[--iterations N] [--json]\n");
+      std::fprintf(stderr,
+                   "usage: hetero_dgemm [--backend opencl|cuda] [--sizes 64,128,...] "
+                   "[--iterations N] [--json]\n");
       return 2;
     }
   }
@@ -306,10 +319,11 @@ int main(int argc, char** argv) {
   }
   if (json) {
     std::vector<double> size_values(sizes.begin(), sizes.end());
-    std::printf("{\"bench\":\"hetero_dgemm\",\"backend\":\"%s\",\"sizes\":%s,\"roam_s\":%s,"
-                "\"direct_s\":%s,\"ratio\":%s}\n",
-                backend.c_str(), json_list(size_values).c_str(), json_list(roam_s).c_str(),
-                json_list(direct_s).c_str(), json_list(ratio).c_str());
+    std::printf(
+        "{\"bench\":\"hetero_dgemm\",\"backend\":\"%s\",\"sizes\":%s,\"roam_s\":%s,"
+        "\"direct_s\":%s,\"ratio\":%s}\n",
+        backend.c_str(), json_list(size_values).c_str(), json_list(roam_s).c_str(),
+        json_list(direct_s).c_str(), json_list(ratio).c_str());
   }
   return 0;
 }

@@ -612,6 +612,27 @@ void hetero_engine::grant(const std::shared_ptr<hetero_task_state>& task) {
   }
   task->phase = task_phase::held;
   task->granted->complete();
+  if (shutting_down_) end_held_requests();
+}
+
+void hetero_engine::end_held_requests() {
+  std::vector<std::shared_ptr<hetero_task_state>> held;
+  for (const auto& [id, task] : active_)
+    if (task->phase == task_phase::held) held.push_back(task);
+  for (auto& task : held) {
+    std::erase(task->arguments.front().object->host_requests, task);
+    finish(task, nullptr);
+  }
+}
+
+void hetero_engine::shut_down() {
+  {
+    std::lock_guard lock(mutex_);
+    shutting_down_ = true;
+    end_held_requests();
+  }
+  post([] {});
+  wait_all();
 }
 
 void hetero_engine::release_host(hetero_object_state& object) {

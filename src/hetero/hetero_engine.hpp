@@ -117,6 +117,9 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
                                     data_access access, bool evict_when_granted);
   void release_host(hetero_object_state& object);
   void wait_all();
+  /// wait_all() for the runtime's end: host requests still held (a caller that forgot
+  /// release(), or threw before it) are ended rather than waited for forever.
+  void shut_down();
   [[nodiscard]] hetero_statistics statistics() const;
   [[nodiscard]] bool default_implicit() const { return implicit_default_; }
 
@@ -144,6 +147,7 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
                    const std::vector<device_event>& events, const device* on);
   device_event fetch_to_host(hetero_object_state& object);
   void grant(const std::shared_ptr<hetero_task_state>& task);
+  void end_held_requests();
   // By value: callers pass elements of containers these functions erase from.
   void finish(std::shared_ptr<hetero_task_state> task, std::exception_ptr failure);
   void fail(std::shared_ptr<hetero_task_state> task, std::exception_ptr failure);
@@ -173,7 +177,8 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   std::vector<unsigned> next_queue_;
   std::vector<std::unordered_set<hetero_object_state*>> resident_;  ///< per space
   std::vector<std::shared_ptr<hetero_object_state>> graveyard_;     ///< dropped after unlocking
-  std::size_t burials_ = 0;                                         ///< graveyards being dropped
+  std::size_t burials_ = 0;
+  bool shutting_down_ = false;  ///< graveyards being dropped
   hetero_statistics statistics_;
 
   std::mutex inbox_mutex_;

@@ -88,7 +88,7 @@ hetero_runtime::hetero_runtime(hetero_options options) {
 }
 
 hetero_runtime::~hetero_runtime() {
-  engine_->wait_all();
+  engine_->shut_down();
   engine_->stop();
   {
     std::lock_guard lock(current_mutex);

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "backends.hpp"
 #include "device_event_state.hpp"
@@ -39,8 +40,36 @@ constexpr const char* dialect_prelude = R"(
 #define roam_global __global
 #define roam_local __local
 #define roam_dynamic_local(T) ((__local T*)roam_detail_local)
-#define roam_parallel_region(...) { __VA_ARGS__ } barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
 )";
+
+// OpenCL C has no variadic macros (NVIDIA's compiler rejects them), and a region's body may hold
+// commas, so regions are expanded here: `roam_parallel_region( body )` becomes
+// `body barrier(...);`, the body found by matching parentheses.
+std::string expand_parallel_regions(std::string body) {
+  static constexpr std::string_view marker = "roam_parallel_region";
+  static constexpr std::string_view barrier =
+      " barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);";
+  for (std::size_t at = body.find(marker); at != std::string::npos; at = body.find(marker, at)) {
+    std::size_t open = at + marker.size();
+    while (open < body.size() && body[open] == ' ') ++open;
+    if (open >= body.size() || body[open] != '(') {
+      at = open;
+      continue;
+    }
+    int depth = 0;
+    std::size_t close = open;
+    for (; close < body.size(); ++close) {
+      if (body[close] == '(') ++depth;
+      if (body[close] == ')' && --depth == 0) break;
+    }
+    if (close >= body.size())
+      throw device_error("roam: unbalanced roam_parallel_region( in a kernel");
+    const std::string inner = body.substr(open + 1, close - open - 1);
+    body.replace(at, close + 1 - at, inner + std::string(barrier));
+    at += inner.size() + barrier.size();
+  }
+  return body;
+}
 
 std::string kernel_source(const kernel& k) {
   if (k.opencl_parameters == nullptr) return k.opencl_body;
@@ -49,7 +78,7 @@ std::string kernel_source(const kernel& k) {
   if (close == std::string::npos) throw device_error("roam: malformed kernel parameter list");
   parameters.erase(close);
   return std::string(dialect_prelude) + "__kernel void " + k.name + parameters +
-         ", __local char* roam_detail_local)\n" + k.opencl_body + "\n";
+         ", __local char* roam_detail_local)\n" + expand_parallel_regions(k.opencl_body) + "\n";
 }
 
 template <class T>

@@ -534,3 +534,20 @@ TEST(Scheduling, TheDefaultPrefersTheDeviceHoldingTheData) {
 }
 
 }  // namespace
+
+namespace {
+TEST(Errors, AnEndingRuntimeEndsHeldRequestsInsteadOfHanging) {
+  std::unique_ptr<roam::hetero_task> waiting;
+  {
+    roam::hetero_runtime rt(test_options());
+    roam::hetero_object<unsigned> x(16, 1u);
+    auto view = x.request(roam::data_access::read_write).get();  // never released
+    view[0] = 7;
+    waiting = std::make_unique<roam::hetero_task>(increment, roam::launch_dims::linear(16),
+                                                  roam::inout(x), 16);
+    waiting->submit();
+    EXPECT_FALSE(waiting->done());
+  }
+  EXPECT_TRUE(waiting->done());  // the runtime's end released the request, then ran the task
+}
+}  // namespace

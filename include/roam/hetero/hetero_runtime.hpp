@@ -54,8 +54,9 @@ struct hetero_statistics {
 class hetero_runtime {
  public:
   explicit hetero_runtime(hetero_options options = hetero_options::from_environment());
-  /// Waits for every submitted task (held host requests must be released first), then stops the
-  /// engine. Objects may outlive the runtime; they free their memory when dropped.
+  /// Waits for every submitted task, then stops the engine. Host requests still held are ended
+  /// (as if released) rather than waited for. Objects may outlive the runtime; they free their
+  /// memory when dropped.
   ~hetero_runtime();
   hetero_runtime(const hetero_runtime&) = delete;
   hetero_runtime& operator=(const hetero_runtime&) = delete;
