@@ -14,5 +14,5 @@ cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DROAM_HETERO_ONLY=O
   -DROAM_GPU_TESTS=ON -DROAM_WERROR=OFF -DCMAKE_CUDA_ARCHITECTURES=90 "${gtest[@]}" -Wno-dev | tail -3
 cmake --build build/gpu -j "$(nproc)" 2>&1 | tail -3
 nvidia-smi -L
-ctest --test-dir build/gpu --output-on-failure --timeout 150 2>&1 | tee "$out/ctest.log" | tail -15
+ctest --test-dir build/gpu --output-on-failure --timeout 150 2>&1 | tee "$out/ctest.log" | tail -15 || true
 build/gpu/bench/bench_hetero_dgemm --backend cuda --json 2>&1 | tee "$out/hetero_dgemm_cuda.log"
