@@ -123,24 +123,22 @@ std::vector<device_event> device::native_events(std::span<const device_event> af
   return native;
 }
 
-bool backend_built(backend b) noexcept {
-  switch (b) {
-    case backend::host:
-      return true;
-    case backend::opencl:
+namespace {
 #if defined(ROAM_HAVE_OPENCL)
-      return true;
+constexpr bool opencl_built = true;
 #else
-      return false;
+constexpr bool opencl_built = false;
 #endif
-    case backend::cuda:
 #if defined(ROAM_HAVE_CUDA)
-      return true;
+constexpr bool cuda_built = true;
 #else
-      return false;
+constexpr bool cuda_built = false;
 #endif
-  }
-  return false;
+}  // namespace
+
+bool backend_built(backend b) noexcept {
+  return b == backend::host || (b == backend::opencl && opencl_built) ||
+         (b == backend::cuda && cuda_built);
 }
 
 namespace {

@@ -660,7 +660,9 @@ void hetero_engine::release_host(hetero_object_state& object) {
 
 // ---- completion -------------------------------------------------------------------------------
 
-void hetero_engine::finish(std::shared_ptr<hetero_task_state> task, std::exception_ptr failure) {
+// NOLINTNEXTLINE(performance-unnecessary-value-param): by value on purpose, see the header.
+void hetero_engine::finish(std::shared_ptr<hetero_task_state> task,
+                           const std::exception_ptr& failure) {
   if (task->phase == task_phase::complete) return;
   const int device_index = task->device.load();
   if (task->pinned) {
@@ -698,11 +700,12 @@ void hetero_engine::finish(std::shared_ptr<hetero_task_state> task, std::excepti
   all_done_.notify_all();
 }
 
-void hetero_engine::fail(std::shared_ptr<hetero_task_state> task, std::exception_ptr failure) {
+void hetero_engine::fail(std::shared_ptr<hetero_task_state> task,
+                         const std::exception_ptr& failure) {
   runnable_.erase(task->id);
   if (task->function == nullptr && !task->arguments.empty())
     std::erase(task->arguments.front().object->host_requests, task);
-  finish(std::move(task), std::move(failure));
+  finish(std::move(task), failure);
 }
 
 void hetero_engine::wait_all() {

@@ -149,8 +149,8 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   void grant(const std::shared_ptr<hetero_task_state>& task);
   void end_held_requests();
   // By value: callers pass elements of containers these functions erase from.
-  void finish(std::shared_ptr<hetero_task_state> task, std::exception_ptr failure);
-  void fail(std::shared_ptr<hetero_task_state> task, std::exception_ptr failure);
+  void finish(std::shared_ptr<hetero_task_state> task, const std::exception_ptr& failure);
+  void fail(std::shared_ptr<hetero_task_state> task, const std::exception_ptr& failure);
   [[nodiscard]] std::vector<int> eligible_devices(const hetero_task_state& task) const;
   [[nodiscard]] std::size_t bytes_to_move(const hetero_task_state& task, int device_index) const;
   [[nodiscard]] device* device_of_space(int space) const;

@@ -70,7 +70,7 @@ hetero_options hetero_options::from_environment() {
   return options;
 }
 
-hetero_runtime::hetero_runtime(hetero_options options) {
+hetero_runtime::hetero_runtime(const hetero_options& options) {
   hetero_runtime* expected = nullptr;
   if (!current_runtime.compare_exchange_strong(expected, this)) {
     throw device_error("roam: a hetero_runtime is already alive in this process");

@@ -146,11 +146,11 @@ TEST(KernelsWrittenOnce, LocalMemoryAndParallelRegions) {
 
 TEST(KernelsWrittenOnce, IdsInTwoDimensions) {
   roam::hetero_runtime rt(test_options());
-  const int width = 32;
-  const int height = 16;
+  constexpr int width = 32;
+  constexpr int height = 16;
   for (auto* d : rt.devices()) {
     SCOPED_TRACE(d->info().name);
-    roam::hetero_object<unsigned> out(width * height);
+    roam::hetero_object<unsigned> out(std::size_t{width} * height);
     roam::launch_dims dims;
     dims.groups = {4, 2, 1};
     dims.local = {8, 8, 1};
@@ -168,8 +168,9 @@ TEST(KernelsWrittenOnce, IdsInTwoDimensions) {
 
 TEST(KernelsWrittenOnce, DoublePrecisionDgemm) {
   roam::hetero_runtime rt(test_options());
-  const int n = 48;
-  std::vector<double> a(n * n), b(n * n), expected(n * n, 0.0);
+  constexpr int n = 48;
+  constexpr std::size_t elements = std::size_t{n} * n;
+  std::vector<double> a(elements), b(elements), expected(elements, 0.0);
   std::mt19937 random(3);
   std::uniform_real_distribution<double> u(-1, 1);
   for (auto& v : a) v = u(random);
@@ -180,14 +181,14 @@ TEST(KernelsWrittenOnce, DoublePrecisionDgemm) {
   for (auto* d : rt.devices()) {
     SCOPED_TRACE(d->info().name);
     roam::hetero_object<double> as{std::span<const double>(a)}, bs{std::span<const double>(b)};
-    roam::hetero_object<double> cs(n * n);
+    roam::hetero_object<double> cs(elements);
     roam::hetero_task(naive_dgemm, roam::launch_dims::grid2d(n, n, 16), roam::in(as), roam::in(bs),
                       roam::out(cs), n)
         .on_device(d->info().index)
         .submit()
         .wait();
     auto c = cs.to_vector();
-    for (int i = 0; i < n * n; ++i) ASSERT_NEAR(c[i], expected[i], 1e-12) << i;
+    for (std::size_t i = 0; i < elements; ++i) ASSERT_NEAR(c[i], expected[i], 1e-12) << i;
   }
 }
 
@@ -396,11 +397,13 @@ TEST(Dependencies, WriteChainsSerializeAcrossDevices) {
 
 TEST(Memory, EvictsLeastRecentlyUsedUnderASmallLimit) {
   auto options = test_options();
-  options.memory_limit = 3 * 4096 * sizeof(unsigned);  // room for three objects per device
+  options.memory_limit =
+      std::size_t{3} * 4096 * sizeof(unsigned);  // room for three objects per device
   roam::hetero_runtime rt(options);
   const int d = discrete_device(rt);
   const int n = 4096;
   std::vector<roam::hetero_object<unsigned>> objects;
+  objects.reserve(8);
   for (int i = 0; i < 8; ++i) objects.emplace_back(n, static_cast<unsigned>(i));
   for (int round = 0; round < 3; ++round)
     for (auto& o : objects)

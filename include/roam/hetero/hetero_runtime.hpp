@@ -53,7 +53,7 @@ struct hetero_statistics {
 
 class hetero_runtime {
  public:
-  explicit hetero_runtime(hetero_options options = hetero_options::from_environment());
+  explicit hetero_runtime(const hetero_options& options = hetero_options::from_environment());
   /// Waits for every submitted task, then stops the engine. Host requests still held are ended
   /// (as if released) rather than waited for. Objects may outlive the runtime; they free their
   /// memory when dropped.
