@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_report.hpp"
 #include "roam/hetero.hpp"
 
 #if defined(ROAM_BENCH_OPENCL)
@@ -238,45 +239,19 @@ std::vector<int> parse_sizes(const std::string& text) {
   return sizes;
 }
 
-std::string json_list(const std::vector<double>& values) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    char number[32];
-    std::snprintf(number, sizeof number, "%s%.6g", i ? "," : "", values[i]);
-    out += number;
-  }
-  return out + "]";
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string backend;  // default: CUDA when a GPU is there, else OpenCL
-  std::vector<int> sizes{64, 128, 256, 512, 1024};
-  int iterations = 100;
-  bool json = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--backend" && i + 1 < argc)
-      backend = argv[++i];
-    else if (arg == "--sizes" && i + 1 < argc)
-      sizes = parse_sizes(argv[++i]);
-    else if (arg == "--iterations" && i + 1 < argc)
-      iterations = std::atoi(argv[++i]);
-    else if (arg == "--json")
-      json = true;
-    else {
-      std::fprintf(stderr,
-                   "usage: hetero_dgemm [--backend opencl|cuda] [--sizes 64,128,...] "
-                   "[--iterations N] [--json]\n");
-      return 2;
-    }
-  }
+  std::string backend = roam_bench::text_option(argc, argv, "--backend", "");
+  const auto sizes =
+      parse_sizes(roam_bench::text_option(argc, argv, "--sizes", "64,128,256,512,1024"));
+  const int iterations = static_cast<int>(roam_bench::option(argc, argv, "--iterations", 100));
+  const bool json = roam_bench::wants_json(argc, argv);
   if (iterations < 1) {
     std::fprintf(stderr, "hetero_dgemm: --iterations must be at least 1\n");
     return 2;
   }
-  if (backend.empty()) {
+  if (backend.empty()) {  // default: CUDA when a GPU is there, else OpenCL
     roam::device_discovery_options probe;
     probe.backends = "cuda";
     backend = roam::backend_built(roam::backend::cuda) && !roam::discover_devices(probe).empty()
@@ -329,12 +304,11 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   if (json) {
-    std::vector<double> size_values(sizes.begin(), sizes.end());
     std::printf(
         "{\"bench\":\"hetero_dgemm\",\"backend\":\"%s\",\"sizes\":%s,\"roam_s\":%s,"
         "\"direct_s\":%s,\"ratio\":%s}\n",
-        backend.c_str(), json_list(size_values).c_str(), json_list(roam_s).c_str(),
-        json_list(direct_s).c_str(), json_list(ratio).c_str());
+        backend.c_str(), roam_bench::array(sizes).c_str(), roam_bench::array(roam_s).c_str(),
+        roam_bench::array(direct_s).c_str(), roam_bench::array(ratio).c_str());
   }
   return 0;
 }
