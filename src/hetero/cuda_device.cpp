@@ -114,11 +114,8 @@ class cuda_device final : public device {
     auto stream = prepare(queue, after);
     std::vector<void*> slots;
     slots.reserve(arguments.size());
-    for (const auto& argument : arguments) {
-      slots.push_back(argument.is_buffer
-                          ? static_cast<void*>(const_cast<void**>(&argument.buffer.handle))
-                          : static_cast<void*>(const_cast<std::byte*>(argument.scalar.data())));
-    }
+    for (const auto& argument : arguments)
+      slots.push_back(const_cast<void*>(argument.value_address()));
     const dim3 grid(dims.groups[0], dims.groups[1], dims.groups[2]);
     const dim3 block(dims.local[0], dims.local[1], dims.local[2]);
     check(cudaLaunchKernel(k.cuda_function, grid, block, slots.data(), local_bytes, stream),
@@ -145,15 +142,7 @@ class cuda_device final : public device {
   }
 
   cudaStream_t stream_of(device_queue queue) const {
-    switch (queue.which) {
-      case device_queue::kind::host_to_device:
-        return streams_[streams_.size() - 2];
-      case device_queue::kind::device_to_host:
-        return streams_[streams_.size() - 1];
-      case device_queue::kind::compute:
-        break;
-    }
-    return streams_[queue.index % (streams_.size() - 2)];
+    return streams_[queue_position(queue, streams_.size() - 2)];
   }
 
   device_event track(cudaStream_t stream) {

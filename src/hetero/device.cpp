@@ -2,6 +2,7 @@
 #include "roam/hetero/device.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <new>
 #include <sstream>
@@ -48,11 +49,7 @@ bool device_event::ready() const noexcept {
 }
 
 void device_event::wait() const {
-  if (!state_) return;
-  if (!ready()) {
-    std::unique_lock lock(state_->mutex);
-    state_->finished.wait(lock, [&] { return state_->done.load(std::memory_order_acquire); });
-  }
+  detail::wait_until_done(*this);
   if (auto failure = error()) std::rethrow_exception(failure);
 }
 
@@ -142,42 +139,41 @@ bool backend_built(backend b) noexcept {
 }
 
 namespace {
-bool wanted(const std::string& list, backend b) {
-  if (list.empty()) return true;
+/// The backends a list such as "host,cuda" names (all of them for an empty list); an unknown
+/// name is an error.
+std::array<bool, 3> backends_named(const std::string& list) {
+  if (list.empty()) return {true, true, true};
+  std::array<bool, 3> named{};
   std::stringstream in(list);
   std::string item;
   while (std::getline(in, item, ',')) {
-    if (item == to_string(b)) return true;
-  }
-  return false;
-}
-
-void check_backend_names(const std::string& list) {
-  std::stringstream in(list);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (item != "host" && item != "opencl" && item != "cuda") {
+    bool known = false;
+    for (auto b : {backend::host, backend::opencl, backend::cuda}) {
+      if (item == to_string(b)) named[static_cast<std::size_t>(b)] = known = true;
+    }
+    if (!known) {
       throw device_error("roam: unknown backend '" + item +
                          "' in the backend list (expected host, opencl or cuda)");
     }
   }
+  return named;
 }
 }  // namespace
 
 std::vector<std::unique_ptr<device>> discover_devices(const device_discovery_options& options) {
-  check_backend_names(options.backends);
+  const auto wanted = backends_named(options.backends);
   std::vector<std::unique_ptr<device>> devices;
-  if (wanted(options.backends, backend::host)) {
+  if (wanted[static_cast<std::size_t>(backend::host)]) {
     devices.push_back(detail::make_host_device(0, options));
   }
 #if defined(ROAM_HAVE_OPENCL)
-  if (wanted(options.backends, backend::opencl)) {
+  if (wanted[static_cast<std::size_t>(backend::opencl)]) {
     for (auto& d : detail::discover_opencl_devices(static_cast<int>(devices.size()), options))
       devices.push_back(std::move(d));
   }
 #endif
 #if defined(ROAM_HAVE_CUDA)
-  if (wanted(options.backends, backend::cuda)) {
+  if (wanted[static_cast<std::size_t>(backend::cuda)]) {
     for (auto& d : detail::discover_cuda_devices(static_cast<int>(devices.size()), options))
       devices.push_back(std::move(d));
   }

@@ -46,4 +46,12 @@ struct device_event_state {
   void (*release_native)(void*) = nullptr;
 };
 
+/// Blocks until `e` completed, without looking at its outcome.
+inline void wait_until_done(const device_event& e) {
+  const auto& state = e.state();
+  if (!state || state->done.load(std::memory_order_acquire)) return;
+  std::unique_lock lock(state->mutex);
+  state->finished.wait(lock, [&] { return state->done.load(std::memory_order_acquire); });
+}
+
 }  // namespace roam::detail

@@ -33,13 +33,6 @@ std::vector<std::pair<hetero_object_state*, data_access>> unique_objects(
   return objects;
 }
 
-/// Waits for an event without rethrowing its failure (the task it belongs to reports it).
-void wait_quietly(const device_event& e) {
-  if (!e.state() || e.ready()) return;
-  std::unique_lock lock(e.state()->mutex);
-  e.state()->finished.wait(lock, [&] { return e.state()->done.load(std::memory_order_acquire); });
-}
-
 void drop_finished(std::vector<device_event>& events) {
   std::erase_if(events, [](const device_event& e) { return e.ready(); });
 }
@@ -77,8 +70,8 @@ void hetero_engine::forget_object(hetero_object_state& object) {
   std::lock_guard lock(mutex_);
   for (std::size_t space = 0; space < object.copies.size(); ++space) {
     auto& copy = object.copies[space];
-    wait_quietly(copy.ready);
-    for (auto& r : copy.readers) wait_quietly(r);
+    wait_until_done(copy.ready);
+    for (auto& r : copy.readers) wait_until_done(r);
     if (space != 0 && copy.buffer) {
       pools_[space - 1]->release(copy.buffer);
       resident_[space].erase(&object);
@@ -436,8 +429,8 @@ void hetero_engine::evict_copy(hetero_object_state& object, int space) {
     object.copies[0].state = coherence::modified;
     object.copies[0].ready = device_event();
   }
-  wait_quietly(copy.ready);
-  for (auto& r : copy.readers) wait_quietly(r);
+  wait_until_done(copy.ready);
+  for (auto& r : copy.readers) wait_until_done(r);
   copy.readers.clear();
   pools_[space - 1]->release(copy.buffer);
   copy.buffer = {};

@@ -100,12 +100,7 @@ class host_device final : public device {
       std::lock_guard lock(mutex_);
       tails = queue_tails_;
     }
-    for (auto& t : tails) {
-      if (t.state()) {
-        std::unique_lock lock(t.state()->mutex);
-        t.state()->finished.wait(lock, [&] { return t.state()->done.load(); });
-      }
-    }
+    for (auto& t : tails) wait_until_done(t);
   }
 
  private:
@@ -114,10 +109,7 @@ class host_device final : public device {
                std::size_t local)
         : function(f), dims(d), arguments(a.begin(), a.end()), local_bytes(local) {
       slots.reserve(arguments.size());
-      for (auto& argument : arguments) {
-        slots.push_back(argument.is_buffer ? static_cast<void*>(&argument.buffer.handle)
-                                           : static_cast<void*>(argument.scalar.data()));
-      }
+      for (auto& argument : arguments) slots.push_back(const_cast<void*>(argument.value_address()));
     }
 
     void strip() {
@@ -168,18 +160,6 @@ class host_device final : public device {
     }
   }
 
-  std::size_t queue_slot(device_queue queue) const {
-    switch (queue.which) {
-      case device_queue::kind::host_to_device:
-        return queue_tails_.size() - 2;
-      case device_queue::kind::device_to_host:
-        return queue_tails_.size() - 1;
-      case device_queue::kind::compute:
-        break;
-    }
-    return queue.index % (queue_tails_.size() - 2);
-  }
-
   /// Runs `body` once the events of `after` and the queue's previous operation are done, never
   /// blocking the caller. A body taking the event state completes it itself.
   template <class Body>
@@ -189,7 +169,7 @@ class host_device final : public device {
     std::vector<device_event> waits(after.begin(), after.end());
     {
       std::lock_guard lock(mutex_);
-      auto& tail = queue_tails_[queue_slot(queue)];
+      auto& tail = queue_tails_[queue_position(queue, queue_tails_.size() - 2)];
       if (tail.state()) waits.push_back(tail);
       tail = device_event(state);
     }

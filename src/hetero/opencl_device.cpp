@@ -263,15 +263,7 @@ class opencl_device final : public device {
   }
 
   cl_command_queue queue_of(device_queue queue) const {
-    switch (queue.which) {
-      case device_queue::kind::host_to_device:
-        return queues_[queues_.size() - 2];
-      case device_queue::kind::device_to_host:
-        return queues_[queues_.size() - 1];
-      case device_queue::kind::compute:
-        break;
-    }
-    return queues_[queue.index % (queues_.size() - 2)];
+    return queues_[queue_position(queue, queues_.size() - 2)];
   }
 
   std::vector<cl_event> wait_list(std::span<const device_event> after) const {

@@ -140,6 +140,13 @@ struct kernel_argument {
     a.buffer = b;
     return a;
   }
+  /// Where the value lies, as launch APIs take each argument (CUDA's `void** args`, the host
+  /// backend's slots, clSetKernelArg): the buffer's handle, or the scalar's bytes.
+  [[nodiscard]] const void* value_address() const noexcept {
+    return is_buffer ? static_cast<const void*>(&buffer.handle)
+                     : static_cast<const void*>(scalar.data());
+  }
+
   template <class T>
   [[nodiscard]] static kernel_argument of_value(const T& value) {
     static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= max_scalar_bytes,
@@ -208,6 +215,20 @@ class device {
 
  protected:
   explicit device(device_info info) : info_(std::move(info)) {}
+  /// Every backend keeps its queues in one array: the compute queues, then the copy queue to
+  /// the device, then the copy queue to the host. The position of `queue` in it.
+  [[nodiscard]] static std::size_t queue_position(device_queue queue,
+                                                  std::size_t compute_queues) noexcept {
+    switch (queue.which) {
+      case device_queue::kind::host_to_device:
+        return compute_queues;
+      case device_queue::kind::device_to_host:
+        return compute_queues + 1;
+      case device_queue::kind::compute:
+        break;
+    }
+    return queue.index % compute_queues;
+  }
   /// Waits for the events of `after` that belong to other devices; returns those of this one.
   [[nodiscard]] std::vector<device_event> native_events(std::span<const device_event> after) const;
 
