@@ -210,6 +210,7 @@ void hetero_engine::submit(const std::shared_ptr<hetero_task_state>& task) {
       throw device_error("roam: a hetero_task was submitted twice");
     }
     task->id = next_task_id_++;
+    task->objects = unique_objects(*task);
     task->phase = task_phase::blocked;
     ++open_tasks_;
     auto depend_on = [&](const std::shared_ptr<hetero_task_state>& on) {
@@ -222,7 +223,7 @@ void hetero_engine::submit(const std::shared_ptr<hetero_task_state>& task) {
     for (auto& d : task->dependencies) depend_on(d);
     task->dependencies.clear();
     if (task->implicit) {
-      for (auto [object, access] : unique_objects(*task)) {
+      for (auto [object, access] : task->objects) {
         std::erase_if(object->readers_since_writer,
                       [](const auto& r) { return r->phase == task_phase::complete; });
         if (object->last_writer && object->last_writer->phase == task_phase::complete)
@@ -299,7 +300,7 @@ std::vector<int> hetero_engine::eligible_devices(const hetero_task_state& task) 
 std::size_t hetero_engine::bytes_to_move(const hetero_task_state& task, int device_index) const {
   const int space = spaces_[device_index];
   std::size_t bytes = 0;
-  for (auto [object, access] : unique_objects(task)) {
+  for (auto [object, access] : task.objects) {
     if (reads(access) && object->copies[space].state == coherence::invalid) bytes += object->bytes;
   }
   return bytes;
@@ -372,7 +373,7 @@ device* hetero_engine::device_of_space(int space) const {
 bool hetero_engine::reserve_copies(hetero_task_state& task, int space) {
   if (task.pinned) return true;
   if (space != 0) {
-    for (auto [object, access] : unique_objects(task)) {
+    for (auto [object, access] : task.objects) {
       auto& copy = object->copies[space];
       if (copy.buffer) continue;
       auto& pool = *pools_[space - 1];
@@ -391,7 +392,7 @@ bool hetero_engine::reserve_copies(hetero_task_state& task, int space) {
       resident_[space].insert(object);
     }
   }
-  for (auto [object, access] : unique_objects(task)) ++object->copies[space].pins;
+  for (auto [object, access] : task.objects) ++object->copies[space].pins;
   task.pinned = true;
   return true;
 }
@@ -401,8 +402,8 @@ bool hetero_engine::make_room(int space, std::size_t bytes, const hetero_task_st
   std::vector<hetero_object_state*> candidates;
   for (auto* object : resident_[space]) {
     if (object->copies[space].pins > 0) continue;
-    bool used_by_task = false;
-    for (const auto& a : user.arguments) used_by_task |= a.object.get() == object;
+    const bool used_by_task = std::any_of(user.objects.begin(), user.objects.end(),
+                                          [&](const auto& o) { return o.first == object; });
     if (!used_by_task) candidates.push_back(object);
   }
   std::sort(candidates.begin(), candidates.end(), [&](auto* a, auto* b) {
@@ -438,10 +439,8 @@ void hetero_engine::evict_copy(hetero_object_state& object, int space) {
   copy.ready = device_event();
   resident_[space].erase(&object);
   ++statistics_.evictions;
-  // The host copy stays valid; if no device holds a valid copy the host's is the newest.
-  bool any_valid = false;
-  for (const auto& c : object.copies) any_valid |= c.state != coherence::invalid;
-  if (!any_valid) object.copies[0].state = coherence::modified;
+  // Another copy stays valid: a Modified copy was written back above, and a Shared or Invalid
+  // one always has a valid copy elsewhere.
 }
 
 bool hetero_engine::defer_until(const std::shared_ptr<hetero_task_state>& task,
@@ -486,7 +485,7 @@ hetero_engine::attempt_result hetero_engine::attempt(
     const int space = host_request ? 0 : spaces_[device_index];
     device* d = host_request ? nullptr : devices_[device_index].get();
     if (!reserve_copies(*task, space)) return attempt_result::no_memory;
-    const auto objects = unique_objects(*task);
+    const auto& objects = task->objects;
 
     // Bring every copy the task reads up to date; stop at the first that needs an operation
     // this device cannot wait for natively (a copy to the host from another device).
@@ -585,15 +584,8 @@ hetero_future<void*> hetero_engine::request_host(const std::shared_ptr<hetero_ob
 }
 
 void hetero_engine::grant(const std::shared_ptr<hetero_task_state>& task) {
-  auto* object = task->arguments.front().object.get();
-  auto& host = object->copies[0];
-  std::vector<device_event> pending{host.ready};
-  if (writes(task->arguments.front().access))
-    pending.insert(pending.end(), host.readers.begin(), host.readers.end());
-  if (defer_until(task, pending, nullptr)) {
-    // Come back when the transfer is done: attempt() sees the host copy valid and grants again.
-    return;
-  }
+  // attempt() calls this once the host copy is current and, for a write, no longer read.
+  auto* object = task->objects.front().first;
   if (task->evict_when_granted) {
     for (std::size_t s = 1; s < object->copies.size(); ++s) {
       if (object->copies[s].buffer && object->copies[s].pins == 0)
@@ -660,7 +652,7 @@ void hetero_engine::finish(std::shared_ptr<hetero_task_state> task,
   const int device_index = task->device.load();
   if (task->pinned) {
     const int space = task->function == nullptr ? 0 : spaces_[device_index];
-    for (auto [object, access] : unique_objects(*task)) --object->copies[space].pins;
+    for (auto [object, access] : task->objects) --object->copies[space].pins;
     task->pinned = false;
   }
   if (task->function != nullptr && device_index >= 0 && task->phase != task_phase::runnable)
@@ -669,7 +661,7 @@ void hetero_engine::finish(std::shared_ptr<hetero_task_state> task,
     // The failed operation's event must not poison later work on these copies (a backend fails
     // operations that wait for a failed one): their contents are undefined, their order kept.
     const int space = spaces_[device_index];
-    for (auto [object, access] : unique_objects(*task)) {
+    for (auto [object, access] : task->objects) {
       auto& copy = object->copies[space];
       if (copy.ready.error()) copy.ready = device_event();
       std::erase_if(copy.readers, [](const device_event& e) { return e.error() != nullptr; });
@@ -687,6 +679,7 @@ void hetero_engine::finish(std::shared_ptr<hetero_task_state> task,
     if (a.object) graveyard_.push_back(std::move(a.object));
   }
   task->arguments.clear();
+  task->objects.clear();
   if (task->granted) task->granted->complete(failure);
   task->finished->complete(failure);
   --open_tasks_;

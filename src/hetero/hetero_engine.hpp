@@ -82,6 +82,9 @@ struct hetero_task_state {
   bool implicit = true;
   bool evict_when_granted = false;  ///< remove_from_devices: free device copies, then finish
   std::vector<task_argument> arguments;
+  /// Each object of the arguments once, with the union of its accesses (set at submit; the
+  /// arguments keep the objects alive until the task finishes).
+  std::vector<std::pair<hetero_object_state*, data_access>> objects;
   std::vector<std::shared_ptr<hetero_task_state>> dependencies;  ///< explicit, before submit
   std::vector<std::shared_ptr<hetero_task_state>> dependents;
   std::size_t unfinished = 0;

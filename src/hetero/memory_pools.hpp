@@ -45,20 +45,17 @@ class device_memory_pool {
     }
     if (in_use_ + cached_bytes_ + size > limit_) trim();
     if (in_use_ + size > limit_) return std::nullopt;
-    try {
-      auto buffer = device_->allocate(size);
-      in_use_ += size;
-      return buffer;
-    } catch (const out_of_device_memory&) {
-      trim();
+    // A device may refuse although the limit allows (others use it too): free the cache, retry.
+    for (int attempt = 0; attempt < 2; ++attempt) {
       try {
         auto buffer = device_->allocate(size);
         in_use_ += size;
         return buffer;
       } catch (const out_of_device_memory&) {
-        return std::nullopt;
+        trim();
       }
     }
+    return std::nullopt;
   }
 
   void release(device_buffer buffer) {
