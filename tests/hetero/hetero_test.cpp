@@ -554,3 +554,48 @@ TEST(Errors, AnEndingRuntimeEndsHeldRequestsInsteadOfHanging) {
   EXPECT_TRUE(waiting->done());  // the runtime's end released the request, then ran the task
 }
 }  // namespace
+
+namespace {
+/// Sets an environment variable for one scope.
+class scoped_environment {
+ public:
+  scoped_environment(const char* name, const char* value) : name_(name) {
+    ::setenv(name, value, 1);
+  }
+  scoped_environment(const scoped_environment&) = delete;
+  scoped_environment& operator=(const scoped_environment&) = delete;
+  ~scoped_environment() { ::unsetenv(name_); }
+
+ private:
+  const char* name_;
+};
+
+TEST(Configuration, TheEnvironmentSetsOptionsAndRejectsMalformedValues) {
+  {
+    scoped_environment backends("ROAM_HETERO_BACKENDS", "host");
+    scoped_environment limit("ROAM_HETERO_MEMORY_LIMIT", "65536");
+    scoped_environment memory("ROAM_HETERO_HOST_MEMORY", "separate");
+    scoped_environment queues("ROAM_HETERO_QUEUES", "3");
+    const auto options = roam::hetero_options::from_environment();
+    EXPECT_EQ(options.backends, "host");
+    EXPECT_EQ(options.memory_limit, 65536u);
+    EXPECT_TRUE(options.host_separate_memory);
+    EXPECT_EQ(options.compute_queues, 3u);
+    roam::hetero_runtime rt(options);
+    EXPECT_EQ(rt.devices().front()->info().memory_bytes, 65536u);
+    EXPECT_EQ(rt.devices().front()->compute_queue_count(), 3u);
+  }
+  {
+    scoped_environment limit("ROAM_HETERO_MEMORY_LIMIT", "64k");
+    EXPECT_THROW((void)roam::hetero_options::from_environment(), roam::device_error);
+  }
+  {
+    scoped_environment memory("ROAM_HETERO_HOST_MEMORY", "pinned");
+    EXPECT_THROW((void)roam::hetero_options::from_environment(), roam::device_error);
+  }
+  {
+    scoped_environment queues("ROAM_HETERO_QUEUES", "0");
+    EXPECT_THROW((void)roam::hetero_options::from_environment(), roam::device_error);
+  }
+}
+}  // namespace
