@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <new>
 #include <sstream>
@@ -48,8 +49,19 @@ bool device_event::ready() const noexcept {
   return !state_ || state_->done.load(std::memory_order_acquire);
 }
 
+namespace {
+std::atomic<device_wait_hook> wait_hook{nullptr};
+}  // namespace
+
+void set_device_wait_hook(device_wait_hook hook) noexcept {
+  wait_hook.store(hook, std::memory_order_release);
+}
+
 void device_event::wait() const {
-  detail::wait_until_done(*this);
+  if (!ready()) {
+    device_wait_hook hook = wait_hook.load(std::memory_order_acquire);
+    if (hook == nullptr || !hook(*this)) detail::wait_until_done(*this);
+  }
   if (auto failure = error()) std::rethrow_exception(failure);
 }
 

@@ -211,6 +211,13 @@ void hetero_engine::submit(const std::shared_ptr<hetero_task_state>& task) {
     }
     task->id = next_task_id_++;
     task->objects = unique_objects(*task);
+    for (auto [object, access] : task->objects) {
+      std::erase_if(object->users, [](const std::weak_ptr<hetero_task_state>& user) {
+        auto alive = user.lock();
+        return !alive || alive->phase == task_phase::complete;
+      });
+      object->users.push_back(task);
+    }
     task->phase = task_phase::blocked;
     ++open_tasks_;
     auto depend_on = [&](const std::shared_ptr<hetero_task_state>& on) {
@@ -581,6 +588,27 @@ hetero_future<void*> hetero_engine::request_host(const std::shared_ptr<hetero_ob
   submit(task);
   auto* host = object->host;
   return {device_event(task->granted), [host] { return host; }};
+}
+
+device_event hetero_engine::tasks_done(const hetero_object_state& object) const {
+  std::vector<device_event> pending;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& user : object.users) {
+      auto task = user.lock();
+      if (task && task->phase != task_phase::complete) pending.emplace_back(task->finished);
+    }
+  }
+  if (pending.empty()) return device_event::completed();
+  // Completes when the last of them does; their failures are theirs to report, not this wait's.
+  auto all = std::make_shared<device_event_state>();
+  auto left = std::make_shared<std::atomic<std::size_t>>(pending.size());
+  for (const auto& event : pending) {
+    event.on_complete([all, left] {
+      if (left->fetch_sub(1) == 1) all->complete();
+    });
+  }
+  return device_event(std::move(all));
 }
 
 void hetero_engine::grant(const std::shared_ptr<hetero_task_state>& task) {

@@ -53,6 +53,9 @@ struct hetero_object_state {
   std::vector<std::shared_ptr<hetero_task_state>> readers_since_writer;
   /// Host requests not yet released, oldest first.
   std::deque<std::shared_ptr<hetero_task_state>> host_requests;
+  /// Every task and host request naming the object that may not have finished (pruned at
+  /// each submit): what tasks_done() waits for, whatever their dependency settings.
+  std::vector<std::weak_ptr<hetero_task_state>> users;
 };
 
 enum class task_phase : std::uint8_t {
@@ -119,6 +122,8 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   hetero_future<void*> request_host(const std::shared_ptr<hetero_object_state>& object,
                                     data_access access, bool evict_when_granted);
   void release_host(hetero_object_state& object);
+  /// Completes once every task and host request submitted on `object` so far has finished.
+  [[nodiscard]] device_event tasks_done(const hetero_object_state& object) const;
   void wait_all();
   /// wait_all() for the runtime's end: host requests still held (a caller that forgot
   /// release(), or threw before it) are ended rather than waited for forever.

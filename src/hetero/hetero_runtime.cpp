@@ -129,6 +129,10 @@ hetero_future<void*> request_host_access(const std::shared_ptr<hetero_object_sta
 
 void release_host_access(hetero_object_state& object) { object.engine->release_host(object); }
 
+device_event tasks_done(const hetero_object_state& object) {
+  return object.engine->tasks_done(object);
+}
+
 void evict_everywhere(const std::shared_ptr<hetero_object_state>& object) {
   if (!object) throw device_error("roam: remove_from_devices() on an empty hetero_object");
   (void)object->engine->request_host(object, data_access::read_write, true);

@@ -96,6 +96,8 @@ class device_event {
   void wait() const;
   /// The operation's error, or null.
   [[nodiscard]] std::exception_ptr error() const;
+  /// Runs `callback` once the operation finished: at once on this thread if it has, otherwise
+  /// on the thread that completes it (a backend or engine thread: keep callbacks short).
   void on_complete(std::function<void()> callback) const;
 
   [[nodiscard]] const std::shared_ptr<detail::device_event_state>& state() const noexcept {
@@ -105,6 +107,17 @@ class device_event {
  private:
   std::shared_ptr<detail::device_event_state> state_;
 };
+
+/// How a thread waits for a device_event that is not complete yet: device_event::wait and what
+/// is built on it (hetero_task::wait, hetero_future::get, hetero_object::to_vector). A hook
+/// returns true once the event is complete, having waited its own way, or false to let the
+/// calling thread block as usual. roam's mobile-object integration (roam/hetero_mobile.hpp)
+/// installs one that suspends a handler's lightweight thread instead of blocking its worker.
+using device_wait_hook = bool (*)(const device_event& event);
+
+/// Installs `hook` (null: none) for the whole process. Threading: atomic; waits that already
+/// started keep the hook they began with.
+void set_device_wait_hook(device_wait_hook hook) noexcept;
 
 /// Launch geometry, up to three dimensions: `groups` work-groups of `local` work-items each
 /// (CUDA: grid and block; OpenCL: global = groups * local).

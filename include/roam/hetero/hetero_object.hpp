@@ -13,6 +13,7 @@
 #include <cstring>
 #include <span>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "roam/hetero/detail/hetero_handles.hpp"
@@ -56,6 +57,7 @@ namespace detail {
 hetero_future<void*> request_host_access(const std::shared_ptr<hetero_object_state>& object,
                                          data_access access);
 void release_host_access(hetero_object_state& object);
+device_event tasks_done(const hetero_object_state& object);
 void evict_everywhere(const std::shared_ptr<hetero_object_state>& object);
 coherence copy_state(const hetero_object_state& object, int device) noexcept;
 coherence host_state(const hetero_object_state& object) noexcept;
@@ -81,6 +83,19 @@ class hetero_object {
       : state_(detail::make_hetero_object(values.size() * sizeof(T))), count_(values.size()) {
     if (!values.empty())
       std::memcpy(detail::host_data(*state_), values.data(), values.size_bytes());
+  }
+
+  /// `count` elements whose initial contents `fill(std::span<T>)` writes on the host before the
+  /// object is shared with anyone: no value-initialization and no extra copy (the way received
+  /// data becomes an object). Needs a live hetero_runtime.
+  template <class Fill>
+  [[nodiscard]] static hetero_object with_contents(std::size_t count, Fill&& fill) {
+    hetero_object object;
+    object.state_ = detail::make_hetero_object(count * sizeof(T));
+    object.count_ = count;
+    std::forward<Fill>(fill)(
+        std::span<T>(static_cast<T*>(detail::host_data(*object.state_)), count));
+    return object;
   }
 
   [[nodiscard]] std::size_t size() const noexcept { return count_; }
@@ -111,6 +126,13 @@ class hetero_object {
   /// tasks submitted before this call are done. Asynchronous.
   void remove_from_devices() { detail::evict_everywhere(state_); }
 
+  /// Ready once every task and host request submitted on this object before the call has
+  /// finished (readers included, whatever their dependency settings; a held host request counts
+  /// until released). What a mobile object's migration waits for before packing its data.
+  [[nodiscard]] hetero_future<void> tasks_done() const {
+    if (!state_) return {device_event::completed(), [] {}};
+    return {detail::tasks_done(*state_), [] {}};
+  }
   /// The MSI state of this object's copy on a device (by index into hetero_runtime::devices()).
   /// A device that computes on host memory reports the host's state. A snapshot: tasks in flight
   /// may change it at any moment.
