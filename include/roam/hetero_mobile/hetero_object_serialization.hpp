@@ -37,8 +37,13 @@ void save(Archive& ar, const hetero_object<T>& object) {
   ar(present);
   if (!present) return;
   hetero_object<T> handle = object;  // request() and release() are not const
-  handle.tasks_done().wait();
-  const host_view<T> view = handle.request(data_access::read).get();
+  // Both waits run at once: the tasks' end is taken before the request joins the object's users
+  // (it would otherwise wait for itself), and the request's copy to the host starts as soon as
+  // the last writer is done.
+  const hetero_future<void> settled = handle.tasks_done();
+  const hetero_future<host_view<T>> requested = handle.request(data_access::read);
+  settled.wait();
+  const host_view<T> view = requested.get();
   struct release_at_exit {
     hetero_object<T>& held;
     ~release_at_exit() { held.release(); }
