@@ -229,15 +229,34 @@ void hetero_engine::submit(const std::shared_ptr<hetero_task_state>& task) {
     };
     for (auto& d : task->dependencies) depend_on(d);
     task->dependencies.clear();
+    // Implicit dependencies on a kernel end when it is launched, not when it finishes: launching
+    // records its event on every copy it uses (copy.ready, copy.readers), and attempt() puts those
+    // events in the dependent's `after` list, so a chain of kernels and transfers on one device
+    // is queued there at once instead of one engine wake-up per link. A held host request has no
+    // such event: its dependents wait for its release. Neither can remove_from_devices() go
+    // early: it frees copies only when no task still pins them.
+    auto order_after = [&](const std::shared_ptr<hetero_task_state>& on) {
+      if (!on || on->function == nullptr || task->evict_when_granted) {
+        depend_on(on);
+        return;
+      }
+      if (on == task || on->phase == task_phase::running || on->phase == task_phase::complete)
+        return;
+      if (std::find(on->launch_dependents.begin(), on->launch_dependents.end(), task) !=
+          on->launch_dependents.end())
+        return;
+      on->launch_dependents.push_back(task);
+      ++task->unfinished;
+    };
     if (task->implicit) {
       for (auto [object, access] : task->objects) {
         std::erase_if(object->readers_since_writer,
                       [](const auto& r) { return r->phase == task_phase::complete; });
         if (object->last_writer && object->last_writer->phase == task_phase::complete)
           object->last_writer.reset();
-        depend_on(object->last_writer);
+        order_after(object->last_writer);
         if (writes(access)) {
-          for (auto& r : object->readers_since_writer) depend_on(r);
+          for (auto& r : object->readers_since_writer) order_after(r);
           object->readers_since_writer.clear();
           object->last_writer = task;
         } else {
@@ -427,7 +446,9 @@ void hetero_engine::evict_copy(hetero_object_state& object, int space) {
   auto& copy = object.copies[space];
   if (copy.state == coherence::modified) {
     // The only valid copy: write it back to the host first. Rare (the device is full), so the
-    // engine simply waits for the copy rather than tracking a half-evicted state.
+    // engine simply waits for the copy rather than tracking a half-evicted state (and for what
+    // still uses the host's stale contents, which the copy overwrites).
+    for (const auto& e : pending_on(object.copies[0])) wait_until_done(e);
     auto* d = device_of_space(space);
     auto back = d->copy_to_host(device_queue::device_to_host(), object.host, copy.buffer, 0,
                                 object.bytes, std::span(&copy.ready, 1));
@@ -450,6 +471,14 @@ void hetero_engine::evict_copy(hetero_object_state& object, int space) {
   // one always has a valid copy elsewhere.
 }
 
+std::vector<device_event> hetero_engine::pending_on(const memory_copy& copy) {
+  std::vector<device_event> pending;
+  if (!copy.ready.ready()) pending.push_back(copy.ready);
+  for (const auto& r : copy.readers)
+    if (!r.ready()) pending.push_back(r);
+  return pending;
+}
+
 bool hetero_engine::defer_until(const std::shared_ptr<hetero_task_state>& task,
                                 const std::vector<device_event>& events, const device* on) {
   for (const auto& e : events) {
@@ -461,19 +490,28 @@ bool hetero_engine::defer_until(const std::shared_ptr<hetero_task_state>& task,
   return false;
 }
 
-device_event hetero_engine::fetch_to_host(hetero_object_state& object) {
-  auto& host = object.copies[0];
-  if (host.state != coherence::invalid) return host.ready;
+int hetero_engine::valid_device_space(const hetero_object_state& object) {
   int source = -1;
   for (std::size_t s = 1; s < object.copies.size(); ++s) {
     if (object.copies[s].state == coherence::modified) source = static_cast<int>(s);
     if (source < 0 && object.copies[s].state == coherence::shared) source = static_cast<int>(s);
   }
   if (source < 0) throw device_error("roam: a hetero object has no valid copy (internal error)");
+  return source;
+}
+
+device_event hetero_engine::fetch_to_host(hetero_object_state& object) {
+  auto& host = object.copies[0];
+  if (host.state != coherence::invalid) return host.ready;
+  const int source = valid_device_space(object);
   auto& from = object.copies[source];
   auto* d = device_of_space(source);
+  // After the newest data is written, and after what still uses the host's stale contents
+  // (attempt() deferred the task unless the source device waits for those natively).
+  auto after = pending_on(host);
+  after.push_back(from.ready);
   auto e = d->copy_to_host(device_queue::device_to_host(), object.host, from.buffer, 0,
-                           object.bytes, std::span(&from.ready, 1));
+                           object.bytes, after);
   ++statistics_.copies_to_host;
   statistics_.bytes_to_host += object.bytes;
   drop_finished(from.readers);
@@ -501,12 +539,20 @@ hetero_engine::attempt_result hetero_engine::attempt(
       auto& copy = object->copies[space];
       copy.last_use = ++clock_;
       if (reads(access) && copy.state == coherence::invalid) {
+        // A copy overwrites its destination: operations still using the destination's old
+        // contents (launched before their dependents were released, see submit()) end first.
+        auto& host = object->copies[0];
+        if (host.state == coherence::invalid &&
+            defer_until(task, pending_on(host), device_of_space(valid_device_space(*object))))
+          return attempt_result::deferred;
         auto host_ready = fetch_to_host(*object);
         if (space != 0) {
           if (defer_until(task, {host_ready}, nullptr)) return attempt_result::deferred;
-          auto& host = object->copies[0];
+          const auto before = pending_on(copy);
+          if (defer_until(task, before, d)) return attempt_result::deferred;
           auto e = d->copy_to_device(device_queue::host_to_device(), copy.buffer, 0, object->host,
-                                     object->bytes, {});
+                                     object->bytes, before);
+          copy.readers.clear();  // e waited for them
           ++statistics_.copies_to_device;
           statistics_.bytes_to_device += object->bytes;
           drop_finished(host.readers);
@@ -561,6 +607,7 @@ hetero_engine::attempt_result hetero_engine::attempt(
       }
     }
     task->phase = task_phase::running;
+    release(task->launch_dependents);
     notify_when_done(e, task->id, true);
     return attempt_result::started;
   } catch (...) {
@@ -698,11 +745,8 @@ void hetero_engine::finish(std::shared_ptr<hetero_task_state> task,
   task->phase = task_phase::complete;
   active_.erase(task->id);
   ++statistics_.tasks_completed;
-  for (auto& dependent : task->dependents) {
-    if (--dependent->unfinished == 0 && dependent->phase == task_phase::blocked)
-      make_runnable(dependent);
-  }
-  task->dependents.clear();
+  release(task->launch_dependents);  // a kernel that failed before its launch
+  release(task->dependents);
   for (auto& a : task->arguments) {
     if (a.object) graveyard_.push_back(std::move(a.object));
   }
@@ -712,6 +756,14 @@ void hetero_engine::finish(std::shared_ptr<hetero_task_state> task,
   task->finished->complete(failure);
   --open_tasks_;
   all_done_.notify_all();
+}
+
+void hetero_engine::release(std::vector<std::shared_ptr<hetero_task_state>>& dependents) {
+  for (auto& dependent : dependents) {
+    if (--dependent->unfinished == 0 && dependent->phase == task_phase::blocked)
+      make_runnable(dependent);
+  }
+  dependents.clear();
 }
 
 void hetero_engine::fail(std::shared_ptr<hetero_task_state> task,

@@ -89,7 +89,10 @@ struct hetero_task_state {
   /// arguments keep the objects alive until the task finishes).
   std::vector<std::pair<hetero_object_state*, data_access>> objects;
   std::vector<std::shared_ptr<hetero_task_state>> dependencies;  ///< explicit, before submit
-  std::vector<std::shared_ptr<hetero_task_state>> dependents;
+  std::vector<std::shared_ptr<hetero_task_state>> dependents;    ///< released when this finishes
+  /// Released when this kernel is launched: implicit dependents, whose ordering the copies'
+  /// events carry from then on (they wait for it on the device, not on the engine thread).
+  std::vector<std::shared_ptr<hetero_task_state>> launch_dependents;
   std::size_t unfinished = 0;
   task_phase phase = task_phase::building;
   std::uint64_t id = 0;
@@ -146,6 +149,8 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   /// started anything.
   bool dispatch_pass();
   void make_runnable(const std::shared_ptr<hetero_task_state>& task);
+  /// One fewer unfinished dependency for each of `dependents` (cleared).
+  void release(std::vector<std::shared_ptr<hetero_task_state>>& dependents);
   void place(const std::shared_ptr<hetero_task_state>& task, int device_index);
   attempt_result attempt(const std::shared_ptr<hetero_task_state>& task);
   bool reserve_copies(hetero_task_state& task, int space);
@@ -154,6 +159,10 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   bool defer_until(const std::shared_ptr<hetero_task_state>& task,
                    const std::vector<device_event>& events, const device* on);
   device_event fetch_to_host(hetero_object_state& object);
+  /// The device memory space holding the newest copy of an object whose host copy is Invalid.
+  [[nodiscard]] static int valid_device_space(const hetero_object_state& object);
+  /// The operations still reading or writing `copy`'s memory.
+  [[nodiscard]] static std::vector<device_event> pending_on(const memory_copy& copy);
   void grant(const std::shared_ptr<hetero_task_state>& task);
   void end_held_requests();
   // By value: callers pass elements of containers these functions erase from.

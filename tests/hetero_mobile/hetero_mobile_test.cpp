@@ -225,6 +225,7 @@ TEST(HeteroGlobalPointers, PutAndGetReachDeviceDataOnTheOwner) {
     EXPECT_EQ(local[0], 1001u);
     EXPECT_EQ(local[150], 3u);
     EXPECT_EQ(local[250], 1051u);
+    roam::barrier();  // every node has read its object before the next puts overwrite it
 
     // A whole-object put overwrites without fetching the device copy first.
     std::vector<unsigned> all(n, 9u);

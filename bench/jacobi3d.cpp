@@ -1,0 +1,391 @@
+// A 3-D Jacobi proxy (thesis Fig. 59-61): a 7-point stencil over a grid split along z, halo
+// planes exchanged every iteration, the grid on each rank's device. Side by side in one run:
+// - MPI: one slab per rank, the hand-written loop of MPI+device codes: copy the two boundary
+//   planes to the host, exchange them (MPI_Irecv/Isend/Waitall), copy the arrived halos to the
+//   device, run the stencil, wait; repeat. Nothing overlaps.
+// - roam: each rank's slab over-decomposed into `od` mobile objects. A block sends its boundary
+//   planes (hetero objects) to its neighbours' halo() handler and computes as soon as both of
+//   its halos arrived; with od = 2 one block's transfers and messages overlap the other's
+//   stencil.
+// Both end with the same field (checksums compared; WRONG otherwise).
+//
+//   ./run bench jacobi3d [--backend opencl|host|cuda] [--nx 96 --ny 96 --nz 96] (per rank)
+//                        [--iterations 40] [--od 1,2] [--repeats 3] [--json]
+// (it starts 2 ranks itself; --ranks N for more). JSON:
+// {"bench":"jacobi3d","backend","od":[1,2],"roam_s":[...],"mpi_s":[...],"speedup":[...]},
+// speedup = mpi_s / roam_s (the MPI time measured beside each roam run).
+#include "bench_report.hpp"
+#include "pingpong_common.hpp"
+
+#include <roam/hetero_mobile.hpp>
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+// The stencil over the nz interior planes of a block stored with one halo plane on each side.
+// Points on the x and y faces keep their values (fixed boundary).
+ROAM_KERNEL(jacobi_step,
+            (roam_global const double* in, roam_global double* out, int nx, int ny, int nz), {
+              const int g = (int)roam_global_id(0);
+              if (g >= nx * ny * nz) return;
+              const int plane = nx * ny;
+              const int i = g % nx;
+              const int j = (g / nx) % ny;
+              const int c = g + plane;
+              if (i == 0 || j == 0 || i == nx - 1 || j == ny - 1) {
+                out[c] = in[c];
+                return;
+              }
+              out[c] = (in[c - 1] + in[c + 1] + in[c - nx] + in[c + nx] + in[c - plane] +
+                        in[c + plane]) *
+                       (1.0 / 6.0);
+            })
+
+// plane = grid's plane k.
+ROAM_KERNEL(copy_plane_out,
+            (roam_global const double* grid, roam_global double* plane, int count, int k), {
+              const int g = (int)roam_global_id(0);
+              if (g < count) plane[g] = grid[k * count + g];
+            })
+
+// grid's plane k = plane.
+ROAM_KERNEL(copy_plane_in,
+            (roam_global double* grid, roam_global const double* plane, int count, int k), {
+              const int g = (int)roam_global_id(0);
+              if (g < count) grid[k * count + g] = plane[g];
+            })
+
+namespace {
+
+using roam_bench::clock_type;
+
+struct problem {
+  int nx = 96, ny = 96, nz = 96;  // per rank
+  int iterations = 40;
+  [[nodiscard]] std::size_t plane() const { return static_cast<std::size_t>(nx) * ny; }
+};
+
+/// Initial field of a block of `planes` interior planes: zero, except the bottom halo of the
+/// bottom block of the whole grid, held at 1 (a heated face).
+std::vector<double> initial_block(const problem& p, int planes, bool bottom_of_grid) {
+  std::vector<double> grid(p.plane() * static_cast<std::size_t>(planes + 2), 0.0);
+  if (bottom_of_grid) std::fill(grid.begin(), grid.begin() + static_cast<long>(p.plane()), 1.0);
+  return grid;
+}
+
+double interior_sum(const problem& p, const double* grid, int planes) {
+  double sum = 0;
+  for (std::size_t c = p.plane(); c < p.plane() * static_cast<std::size_t>(planes + 1); ++c)
+    sum += grid[c];
+  return sum;
+}
+
+roam::launch_dims dims_for(std::size_t items) { return roam::launch_dims::linear(items, 64); }
+
+// ---- MPI + device API -----------------------------------------------------------------------
+
+double run_mpi(roam::device& device, const problem& p, int rank, int ranks, double& checksum) {
+  const std::size_t plane_bytes = p.plane() * sizeof(double);
+  const std::size_t grid_bytes = plane_bytes * static_cast<std::size_t>(p.nz + 2);
+  const int count = static_cast<int>(p.plane());
+  const bool has_below = rank > 0, has_above = rank + 1 < ranks;
+  std::array<roam::device_buffer, 2> grids{device.allocate(grid_bytes),
+                                           device.allocate(grid_bytes)};
+  auto* host = static_cast<double*>(device.allocate_host(grid_bytes));
+  std::array<double*, 4> planes{};  // send low, send high, receive low, receive high
+  for (auto& plane : planes) plane = static_cast<double*>(device.allocate_host(plane_bytes));
+  const auto start_field = initial_block(p, p.nz, rank == 0);
+  std::copy(start_field.begin(), start_field.end(), host);
+  for (auto& g : grids)
+    device.copy_to_device(roam::device_queue::host_to_device(), g, 0, host, grid_bytes, {}).wait();
+
+  roam_bench::sleepy_barrier();
+  const auto start = clock_type::now();
+  int cur = 0;
+  for (int it = 0; it < p.iterations; ++it) {
+    std::vector<MPI_Request> requests;
+    auto exchange = [&](bool exists, int peer, int k_send, double* send, double* receive) {
+      if (!exists) return;
+      requests.emplace_back();
+      MPI_Irecv(receive, count, MPI_DOUBLE, peer, 3, MPI_COMM_WORLD, &requests.back());
+      device
+          .copy_to_host(roam::device_queue::device_to_host(), send, grids[cur],
+                        plane_bytes * static_cast<std::size_t>(k_send), plane_bytes, {})
+          .wait();
+      requests.emplace_back();
+      MPI_Isend(send, count, MPI_DOUBLE, peer, 3, MPI_COMM_WORLD, &requests.back());
+    };
+    exchange(has_below, rank - 1, 1, planes[0], planes[2]);
+    exchange(has_above, rank + 1, p.nz, planes[1], planes[3]);
+    MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+    std::vector<roam::device_event> halos;
+    if (has_below)
+      halos.push_back(device.copy_to_device(roam::device_queue::host_to_device(), grids[cur], 0,
+                                            planes[2], plane_bytes, {}));
+    if (has_above)
+      halos.push_back(device.copy_to_device(roam::device_queue::host_to_device(), grids[cur],
+                                            plane_bytes * static_cast<std::size_t>(p.nz + 1),
+                                            planes[3], plane_bytes, {}));
+    const roam::kernel_argument arguments[] = {
+        roam::kernel_argument::of_buffer(grids[cur]),
+        roam::kernel_argument::of_buffer(grids[1 - cur]), roam::kernel_argument::of_value(p.nx),
+        roam::kernel_argument::of_value(p.ny), roam::kernel_argument::of_value(p.nz)};
+    device
+        .launch(roam::device_queue::compute(0), jacobi_step, dims_for(p.plane() * p.nz), arguments,
+                0, halos)
+        .wait();
+    cur = 1 - cur;
+  }
+  roam_bench::sleepy_barrier();
+  const double seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+
+  device.copy_to_host(roam::device_queue::device_to_host(), host, grids[cur], 0, grid_bytes, {})
+      .wait();
+  const double mine = interior_sum(p, host, p.nz);
+  MPI_Allreduce(&mine, &checksum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  for (auto* plane : planes) device.release_host(plane, plane_bytes);
+  device.release_host(host, grid_bytes);
+  for (auto& g : grids) device.release(g);
+  return seconds;
+}
+
+// ---- roam: over-decomposed blocks ---------------------------------------------------------
+
+std::atomic<int> blocks_running{0};
+roam::promise<void>* blocks_done = nullptr;  // this rank's blocks all finished
+
+struct jacobi_block {
+  std::array<roam::hetero_object<double>, 2> grid;
+  roam::hetero_object<double> low_plane, high_plane;  // what this block sends
+  roam::mobile_ptr<jacobi_block> below, above;
+  int nx = 0, ny = 0, nz = 0, iterations = 0;
+  int cur = 0, iteration = 0;
+  bool started = false;
+  // Halos by iteration parity (a neighbour runs at most one iteration ahead): [parity][side],
+  // side 0 from below, 1 from above.
+  std::array<std::array<roam::hetero_object<double>, 2>, 2> arrived;
+  std::array<int, 2> arrived_count{};
+
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(grid, low_plane, high_plane, below, above, nx, ny, nz, iterations, cur, iteration, started,
+       arrived, arrived_count);
+  }
+
+  jacobi_block() = default;
+  jacobi_block(const problem& p, int planes, bool bottom_of_grid)
+      : nx(p.nx), ny(p.ny), nz(planes), iterations(p.iterations) {
+    const auto field = initial_block(p, planes, bottom_of_grid);
+    for (auto& g : grid) g = roam::hetero_object<double>(std::span<const double>(field));
+    low_plane = roam::hetero_object<double>(p.plane());
+    high_plane = roam::hetero_object<double>(p.plane());
+  }
+
+  void connect(roam::mobile_ptr<jacobi_block> lower, roam::mobile_ptr<jacobi_block> upper) {
+    below = lower;
+    above = upper;
+  }
+  [[nodiscard]] int neighbours() const { return (below ? 1 : 0) + (above ? 1 : 0); }
+  [[nodiscard]] int plane_count() const { return nx * ny; }
+
+  // Halos may arrive before start(): the block computes nothing until it has sent its own.
+  void start() {
+    started = true;
+    send_halos();
+    advance();
+  }
+
+  void halo(int for_iteration, int side, roam::hetero_object<double> plane) {
+    const int parity = for_iteration % 2;
+    arrived[parity][side] = std::move(plane);
+    ++arrived_count[parity];
+    advance();
+  }
+
+  [[nodiscard]] double checksum() {
+    auto values = grid[cur].to_vector();
+    double sum = 0;
+    for (std::size_t c = static_cast<std::size_t>(plane_count());
+         c < static_cast<std::size_t>(plane_count()) * static_cast<std::size_t>(nz + 1); ++c)
+      sum += values[c];
+    return sum;
+  }
+
+ private:
+  void send_halos() {
+    const int count = plane_count();
+    if (below) {
+      roam::hetero_task(copy_plane_out, dims_for(count), roam::in(grid[cur]), roam::out(low_plane),
+                        count, 1)
+          .submit();
+      below.send<&jacobi_block::halo>(iteration, 1, low_plane);
+    }
+    if (above) {
+      roam::hetero_task(copy_plane_out, dims_for(count), roam::in(grid[cur]), roam::out(high_plane),
+                        count, nz)
+          .submit();
+      above.send<&jacobi_block::halo>(iteration, 0, high_plane);
+    }
+  }
+
+  // Computes every iteration whose halos are all here.
+  void advance() {
+    const int count = plane_count();
+    while (started && iteration < iterations && arrived_count[iteration % 2] == neighbours()) {
+      const int parity = iteration % 2;
+      arrived_count[parity] = 0;
+      if (below)
+        roam::hetero_task(copy_plane_in, dims_for(count), roam::inout(grid[cur]),
+                          roam::in(arrived[parity][0]), count, 0)
+            .submit();
+      if (above)
+        roam::hetero_task(copy_plane_in, dims_for(count), roam::inout(grid[cur]),
+                          roam::in(arrived[parity][1]), count, nz + 1)
+            .submit();
+      arrived[parity] = {};
+      // inout: the halo planes of the other grid (the fixed face) must stay as they are.
+      roam::hetero_task(jacobi_step, dims_for(static_cast<std::size_t>(count) * nz),
+                        roam::in(grid[cur]), roam::inout(grid[1 - cur]), nx, ny, nz)
+          .submit();
+      cur = 1 - cur;
+      ++iteration;
+      if (iteration < iterations) {
+        send_halos();
+      } else {
+        grid[cur].tasks_done().wait();
+        if (blocks_running.fetch_sub(1) == 1) blocks_done->set_value();
+      }
+    }
+  }
+};
+
+double run_roam(const problem& p, int od, double& checksum) {
+  double seconds = 0;
+  roam::config cfg = roam::config::from_environment();
+  cfg.transport = roam::transport_kind::mpi;
+  roam::run(cfg, [&] {
+    const int rank = static_cast<int>(roam::this_node());
+    const int ranks = static_cast<int>(roam::num_nodes());
+    const int planes = p.nz / od;
+    std::vector<roam::mobile_ptr<jacobi_block>> mine;
+    for (int b = 0; b < od; ++b)
+      mine.push_back(roam::make_mobile<jacobi_block>(p, planes, rank == 0 && b == 0));
+    std::vector<roam::mobile_ptr<jacobi_block>> all;
+    for (auto& part : roam::allgather(mine)) all.insert(all.end(), part.begin(), part.end());
+    for (int b = 0; b < od; ++b) {
+      const std::size_t g = static_cast<std::size_t>(rank * od + b);
+      mine[static_cast<std::size_t>(b)]
+          .call<&jacobi_block::connect>(
+              g > 0 ? all[g - 1] : roam::mobile_ptr<jacobi_block>(),
+              g + 1 < all.size() ? all[g + 1] : roam::mobile_ptr<jacobi_block>())
+          .get();
+    }
+    (void)ranks;
+    roam::promise<void> done;
+    blocks_done = &done;
+    blocks_running = od;
+    roam::barrier();
+    const auto start = clock_type::now();
+    for (auto& block : mine) block.send<&jacobi_block::start>();
+    done.get_future().get();
+    roam::barrier();
+    seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+    double sum = 0;
+    for (auto& block : mine) sum += block.call<&jacobi_block::checksum>().get();
+    checksum = roam::allreduce(sum, std::plus<>());
+    for (auto& block : mine) roam::destroy(block).get();
+    roam::barrier();
+  });
+  return seconds;
+}
+
+std::vector<int> parse_list(const std::string& text) {
+  std::vector<int> values;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) values.push_back(std::stoi(item));
+  return values;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace roam_bench;
+  const bool json = wants_json(argc, argv);
+  problem p;
+  p.nx = static_cast<int>(option(argc, argv, "--nx", p.nx));
+  p.ny = static_cast<int>(option(argc, argv, "--ny", p.ny));
+  p.nz = static_cast<int>(option(argc, argv, "--nz", p.nz));
+  p.iterations = static_cast<int>(option(argc, argv, "--iterations", p.iterations));
+  const auto ods = parse_list(text_option(argc, argv, "--od", "1,2"));
+  const int repeats = static_cast<int>(option(argc, argv, "--repeats", 3));
+  const std::string backend = text_option(
+      argc, argv, "--backend", roam::backend_built(roam::backend::opencl) ? "opencl" : "host");
+
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+  int rank = 0, ranks = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  for (int od : ods) {
+    if (od < 1 || p.nz % od != 0 || p.nz / od < 1) {
+      if (rank == 0)
+        std::fprintf(stderr, "jacobi3d: --nz %d does not split into %d blocks\n", p.nz, od);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+  }
+
+  roam::hetero_options options;
+  options.backends = backend;
+  options.host_separate_memory = true;  // the host backend then copies like a discrete device
+  roam::hetero_runtime devices(options);
+  roam::device& device = *devices.devices().front();
+
+  std::vector<double> roam_s(ods.size(), 1e300), mpi_s(ods.size(), 1e300), speedup;
+  bool wrong = false;
+  {  // Untimed: compiles the kernels (OpenCL builds them at first use) and warms the pools.
+    problem warm = p;
+    warm.iterations = 2;
+    double ignored = 0;
+    (void)run_mpi(device, warm, rank, ranks, ignored);
+    (void)run_roam(warm, ods.back(), ignored);
+  }
+  // Alternating runs, best of each: the machine's noise hits both alike.
+  for (int round = 0; round < repeats; ++round) {
+    for (std::size_t i = 0; i < ods.size(); ++i) {
+      double mpi_sum = 0, roam_sum = 0;
+      mpi_s[i] = std::min(mpi_s[i], run_mpi(device, p, rank, ranks, mpi_sum));
+      roam_s[i] = std::min(roam_s[i], run_roam(p, ods[i], roam_sum));
+      if (std::abs(mpi_sum - roam_sum) > 1e-9 * std::max(1.0, std::abs(mpi_sum))) wrong = true;
+      if (rank == 0 && round == 0 && i == 0)
+        std::printf("jacobi3d: checksum %.12g (MPI) %.12g (roam)\n", mpi_sum, roam_sum);
+    }
+  }
+
+  if (rank == 0) {
+    std::printf("jacobi3d: %s (%s), %d ranks, %dx%dx%d per rank, %d iterations\n", backend.c_str(),
+                device.info().name.c_str(), ranks, p.nx, p.ny, p.nz, p.iterations);
+    if (wrong) std::printf("WRONG: roam and MPI fields differ\n");
+    std::printf("%4s %12s %12s %10s\n", "od", "roam_s", "mpi_s", "speedup");
+    for (std::size_t i = 0; i < ods.size(); ++i) {
+      speedup.push_back(mpi_s[i] / roam_s[i]);
+      std::printf("%4d %12.4f %12.4f %10.3f\n", ods[i], roam_s[i], mpi_s[i], speedup[i]);
+    }
+    if (json)
+      std::printf(
+          "{\"bench\":\"jacobi3d\",\"backend\":\"%s\",\"od\":%s,\"roam_s\":%s,\"mpi_s\":%s,"
+          "\"speedup\":%s}\n",
+          backend.c_str(), array(ods).c_str(), array(roam_s).c_str(), array(mpi_s).c_str(),
+          array(speedup).c_str());
+  }
+  MPI_Finalize();
+  return 0;
+}
