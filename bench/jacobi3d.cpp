@@ -274,22 +274,22 @@ double run_roam(const problem& p, int od, double& checksum) {
   cfg.transport = roam::transport_kind::mpi;
   roam::run(cfg, [&] {
     const int rank = static_cast<int>(roam::this_node());
-    const int ranks = static_cast<int>(roam::num_nodes());
     const int planes = p.nz / od;
     std::vector<roam::mobile_ptr<jacobi_block>> mine;
+    mine.reserve(static_cast<std::size_t>(od));
     for (int b = 0; b < od; ++b)
       mine.push_back(roam::make_mobile<jacobi_block>(p, planes, rank == 0 && b == 0));
     std::vector<roam::mobile_ptr<jacobi_block>> all;
     for (auto& part : roam::allgather(mine)) all.insert(all.end(), part.begin(), part.end());
     for (int b = 0; b < od; ++b) {
-      const std::size_t g = static_cast<std::size_t>(rank * od + b);
+      const std::size_t g = static_cast<std::size_t>(rank) * static_cast<std::size_t>(od) +
+                            static_cast<std::size_t>(b);
       mine[static_cast<std::size_t>(b)]
           .call<&jacobi_block::connect>(
               g > 0 ? all[g - 1] : roam::mobile_ptr<jacobi_block>(),
               g + 1 < all.size() ? all[g + 1] : roam::mobile_ptr<jacobi_block>())
           .get();
     }
-    (void)ranks;
     roam::promise<void> done;
     blocks_done = &done;
     blocks_running = od;
