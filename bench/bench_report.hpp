@@ -41,6 +41,16 @@ inline double real_option(int argc, char** argv, const char* name, double fallba
   return v.empty() ? fallback : std::atof(v.c_str());
 }
 
+/// The comma-separated numbers of "--name a,b,c", or of `fallback`.
+template <class T = long>
+std::vector<T> list_option(int argc, char** argv, const char* name, const std::string& fallback) {
+  std::vector<T> values;
+  std::stringstream in(text_option(argc, argv, name, fallback));
+  for (std::string item; std::getline(in, item, ',');)
+    values.push_back(static_cast<T>(std::stoll(item)));
+  return values;
+}
+
 inline std::string number(double v) {
   std::ostringstream os;
   os.precision(10);

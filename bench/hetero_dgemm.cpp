@@ -16,7 +16,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -226,25 +225,18 @@ double time_direct_cuda(const inputs& in, int n, int iterations, std::vector<dou
 }
 #endif
 
-std::vector<int> parse_sizes(const std::string& text) {
-  std::vector<int> sizes;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    const int n = std::stoi(item);
+void check_sizes(const std::vector<int>& sizes) {
+  for (int n : sizes)
     if (n <= 0 || n % 16 != 0)
       throw std::invalid_argument("sizes must be positive multiples of 16");
-    sizes.push_back(n);
-  }
-  return sizes;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string backend = roam_bench::text_option(argc, argv, "--backend", "");
-  const auto sizes =
-      parse_sizes(roam_bench::text_option(argc, argv, "--sizes", "64,128,256,512,1024"));
+  const auto sizes = roam_bench::list_option<int>(argc, argv, "--sizes", "64,128,256,512,1024");
+  check_sizes(sizes);
   const int iterations = static_cast<int>(roam_bench::option(argc, argv, "--iterations", 100));
   const bool json = roam_bench::wants_json(argc, argv);
   if (iterations < 1) {

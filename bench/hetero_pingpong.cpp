@@ -25,7 +25,6 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -130,20 +129,13 @@ double mpi_one_way_us(roam::device& device, std::size_t bytes, int rank) {
   return us / hops;
 }
 
-std::vector<std::size_t> parse_sizes(const std::string& text) {
-  std::vector<std::size_t> sizes;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) sizes.push_back(std::stoul(item));
-  return sizes;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   const bool json = wants_json(argc, argv);
   const std::string backend = text_option(
       argc, argv, "--backend", roam::backend_built(roam::backend::opencl) ? "opencl" : "host");
-  const auto sizes = parse_sizes(text_option(argc, argv, "--sizes", "64,4096,65536,1048576"));
+  const auto sizes = list_option<std::size_t>(argc, argv, "--sizes", "64,4096,65536,1048576");
   const int repeats = static_cast<int>(option(argc, argv, "--repeats", 3));
   const int rank = init_mpi_pair(argc, argv, "hetero_pingpong");
 

@@ -27,7 +27,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -308,13 +307,6 @@ double run_roam(const problem& p, int od, double& checksum) {
   return seconds;
 }
 
-std::vector<int> parse_list(const std::string& text) {
-  std::vector<int> values;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) values.push_back(std::stoi(item));
-  return values;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -325,7 +317,7 @@ int main(int argc, char** argv) {
   p.ny = static_cast<int>(option(argc, argv, "--ny", p.ny));
   p.nz = static_cast<int>(option(argc, argv, "--nz", p.nz));
   p.iterations = static_cast<int>(option(argc, argv, "--iterations", p.iterations));
-  const auto ods = parse_list(text_option(argc, argv, "--od", "1,2"));
+  const auto ods = list_option<int>(argc, argv, "--od", "1,2");
   const int repeats = static_cast<int>(option(argc, argv, "--repeats", 3));
   const std::string backend = text_option(
       argc, argv, "--backend", roam::backend_built(roam::backend::opencl) ? "opencl" : "host");
