@@ -32,6 +32,7 @@
 #include <roam/core/runtime.hpp>
 #include <roam/hetero/hetero_object.hpp>
 #include <roam/hetero_mobile/detail/fiber_waits.hpp>
+#include <roam/hetero_mobile/detail/held_host_view.hpp>
 
 #include <cstdint>
 #include <cstring>
@@ -114,10 +115,9 @@ struct global_hetero_access {
     hetero_object<T> target = object(id);
     check_range(target, offset, values.size(), "put");
     const bool whole = offset == 0 && values.size() == target.size();
-    auto view = target.request(whole ? data_access::write : data_access::read_write).get();
+    const held_host_view<T> held(target, whole ? data_access::write : data_access::read_write);
     if (!values.empty())
-      std::memcpy(view.data() + offset, values.data(), values.size() * sizeof(T));
-    target.release();
+      std::memcpy(held.view().data() + offset, values.data(), values.size() * sizeof(T));
     return target;
   }
   static void put_on_owner(std::uint64_t id, std::uint64_t offset, roam::buffer<T> values) {
@@ -131,10 +131,9 @@ struct global_hetero_access {
   static roam::buffer<T> get_on_owner(std::uint64_t id, std::uint64_t offset, std::uint64_t count) {
     hetero_object<T> source = object(id);
     check_range(source, offset, count, "get");
-    auto view = source.request(data_access::read).get();
-    roam::buffer<T> out(std::span<const T>(view.data() + offset, static_cast<std::size_t>(count)));
-    source.release();
-    return out;
+    const held_host_view<T> held(source, data_access::read);
+    return roam::buffer<T>(
+        std::span<const T>(held.view().data() + offset, static_cast<std::size_t>(count)));
   }
 };
 

@@ -23,6 +23,7 @@
 // Needs a live hetero_runtime on the receiving process (unpacking throws device_error without).
 #include <roam/hetero/hetero_object.hpp>
 #include <roam/hetero_mobile/detail/fiber_waits.hpp>
+#include <roam/hetero_mobile/detail/held_host_view.hpp>
 
 #include <cereal/cereal.hpp>
 
@@ -43,11 +44,8 @@ void save(Archive& ar, const hetero_object<T>& object) {
   const hetero_future<void> settled = handle.tasks_done();
   const hetero_future<host_view<T>> requested = handle.request(data_access::read);
   settled.wait();
-  const host_view<T> view = requested.get();
-  struct release_at_exit {
-    hetero_object<T>& held;
-    ~release_at_exit() { held.release(); }
-  } release{handle};
+  const detail::held_host_view<T> held(handle, requested);
+  const host_view<T>& view = held.view();
   ar(cereal::make_size_tag(static_cast<std::uint64_t>(view.size())));
   ar(cereal::binary_data(view.data(), view.size() * sizeof(T)));
 }
