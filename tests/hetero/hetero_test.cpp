@@ -317,6 +317,24 @@ TEST(Coherence, RandomSequencesMatchAHostReplay) {
 
 // ---- dependencies ------------------------------------------------------------------------------
 
+TEST(Dependencies, TasksDoneWaitsForReadersAsWellAsWriters) {
+  roam::hetero_runtime rt(test_options());
+  roam::hetero_object<unsigned> x(64, 1u);
+  roam::hetero_object<unsigned> sums(1);
+  EXPECT_TRUE(x.tasks_done().ready()) << "nothing submitted yet";
+  (void)sums.request(roam::data_access::read).get();  // holds the reader's output back
+  roam::hetero_task reader(group_sums, roam::launch_dims::linear(64, 64), roam::in(x),
+                           roam::out(sums), 64);
+  reader.local_memory(64 * sizeof(unsigned)).submit();
+  // x is only read, and its reader cannot start before sums is released.
+  const auto settled = x.tasks_done();
+  EXPECT_FALSE(settled.ready());
+  sums.release();
+  settled.wait();
+  EXPECT_TRUE(reader.done());
+  EXPECT_EQ(sums.to_vector()[0], 64u);
+}
+
 TEST(Dependencies, WritersWaitForHeldReadersAndReadersRunTogether) {
   roam::hetero_runtime rt(test_options());
   const int d = discrete_device(rt);

@@ -227,7 +227,23 @@ TEST(HeteroGlobalPointers, PutAndGetReachDeviceDataOnTheOwner) {
     EXPECT_EQ(local[250], 1051u);
     roam::barrier();  // every node has read its object before the next puts overwrite it
 
-    // A whole-object put overwrites without fetching the device copy first.
+    // A whole-object put overwrites without fetching the device copy first; a partial one
+    // fetches it. Node 0 checks on an object of its own while the others wait.
+    if (roam::this_node() == 0) {
+      roam::hetero_object<unsigned> own(n, 1u);
+      submit_increment(own).wait();  // the newest copy is on the device
+      const auto here = roam::publish(own);
+      auto& runtime = roam::hetero_runtime::current();
+      const auto before = runtime.statistics().copies_to_host;
+      roam::put(here, std::span<const unsigned>(std::vector<unsigned>(n, 5u))).get();
+      EXPECT_EQ(runtime.statistics().copies_to_host, before);
+      submit_increment(own).wait();
+      roam::put(here, std::span<const unsigned>(values), 10).get();
+      EXPECT_EQ(runtime.statistics().copies_to_host, before + 1);
+      EXPECT_EQ(own.to_vector()[9], 6u);
+      roam::unpublish(here).get();
+    }
+    roam::barrier();
     std::vector<unsigned> all(n, 9u);
     roam::put(target, std::span<const unsigned>(all)).get();
     roam::buffer<unsigned> whole = roam::get(target).get();
