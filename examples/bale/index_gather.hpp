@@ -55,13 +55,15 @@ inline const auto& index_gather_answer() {
 }
 
 /// The owner answers a group of requests in one loop; the look-ahead prefetches the table
-/// entry of the request 16 places further, so the table's cache misses overlap.
+/// entry of a request further on in the group, so the table's cache misses overlap. A
+/// request is 8 bytes: the slot and the request's number; the asker is the node the
+/// message came from (roam::source_node), which the record does not carry.
 inline const auto& index_gather_request() {
   static const auto ask = roam::channel(
-      [](std::uint32_t slot, std::uint32_t request, roam::node_id from) {
+      [](roam::source_node from, std::uint32_t slot, std::uint32_t request) {
         index_gather_answer()(from, request, index_gather_nodes().mine().table[slot]);
       },
-      roam::look_ahead([](std::uint32_t slot, std::uint32_t, roam::node_id) {
+      roam::look_ahead([](roam::source_node, std::uint32_t slot, std::uint32_t) {
         __builtin_prefetch(&index_gather_nodes().mine().table[slot]);
       }));
   return ask;
@@ -77,7 +79,7 @@ inline void index_gather_send_requests(index_gather_setup s) {
   constexpr std::uint64_t slice = 1 << 15;
   for (std::uint64_t i = 0; i < s.requests; ++i) {
     const position p = position_of(random.next(), nodes, s.table_size);
-    ask(p.owner, p.slot, static_cast<std::uint32_t>(i), me);
+    ask(p.owner, p.slot, static_cast<std::uint32_t>(i));
     if (i % slice == slice - 1) roam::this_task::yield();
   }
 }

@@ -91,7 +91,7 @@ void run_bundle(node_runtime& node, message_ptr& m) {
     if (e->batch) {
       // Errors name the channel's handler, not the bundle that carried it.
       try {
-        e->batch(node, p, g.bytes, g.count, g.function);
+        e->batch(node, h.source, p, g.bytes, g.count, g.function);
       } catch (const deserialization_error& ex) {
         fatal("malformed records for handler '" + std::string(e->name) +
               "' in a bundle from node " + std::to_string(h.source) + ": " + ex.what());

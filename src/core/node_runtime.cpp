@@ -456,7 +456,11 @@ void wait(waitable& w) {
         continue;
       }
     }
-    if (s.progress()) {
+    // A waiter that runs no work leaves the network to an awake worker, which polls it
+    // between handlers: polling beside it only takes a core from the handlers (a stream of
+    // messages keeps such a poller busy), and the waiter is woken when its value arrives.
+    const bool poll = run_work || !s.worker_awake();
+    if (poll && s.progress()) {
       rounds = 0;
       glance = false;
       continue;

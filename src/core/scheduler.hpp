@@ -83,6 +83,11 @@ class scheduler {
   void wake_waiters() noexcept;
 
   unsigned workers() const noexcept { return static_cast<unsigned>(queues_.size()); }
+  /// Whether some worker of the node is running work or searching for it (not parked);
+  /// such a worker polls the network itself.
+  bool worker_awake() const noexcept {
+    return sleepers_.load(std::memory_order_relaxed) < static_cast<int>(workers());
+  }
   void set_hooks(const scheduling_hooks& hooks) noexcept { hooks_ = hooks; }
   std::chrono::microseconds spin_budget() const noexcept { return opt_.spin; }
   std::chrono::microseconds poll_interval() const noexcept { return opt_.poll; }

@@ -204,6 +204,53 @@ TEST(Channel, LookAheadSeesEachRecordOnceBeforeItsHandler) {
   });
 }
 
+// A handler that takes roam::source_node learns the sending node without the sender
+// passing it: with fixed-size records (with and without look-ahead, which sees it too) and
+// with variable-size ones. Each record also carries the sender's id, to compare.
+long wrong_source[max_nodes];  // [dest]
+void check_source(roam::source_node from, roam::node_id sender) {
+  const roam::node_id me = roam::this_node();
+  std::lock_guard guard(seen_lock);
+  if (from != sender || from.id >= roam::num_nodes()) ++wrong_source[me];
+}
+
+TEST(Channel, HandlersMayAskWhichNodeSentTheMessage) {
+  reset_observations();
+  std::fill(std::begin(wrong_source), std::end(wrong_source), 0);
+  run_everywhere([] {
+    auto fixed = roam::channel([](roam::source_node from, roam::node_id sender, long v) {
+      check_source(from, sender);
+      count(v);
+    });
+    auto hinted_fixed = roam::channel(
+        [](roam::source_node from, roam::node_id sender, long v) {
+          check_source(from, sender);
+          count(v);
+        },
+        roam::look_ahead([](roam::source_node from, roam::node_id sender, long) {
+          check_source(from, sender);
+        }));
+    auto sized = roam::channel([](roam::source_node from, std::string text, roam::node_id sender) {
+      check_source(from, sender);
+      count(static_cast<long>(text.size()));
+    });
+    const roam::node_id me = roam::this_node();
+    constexpr long per_destination = 3000;
+    for (long i = 0; i < per_destination; ++i)
+      for (roam::node_id d = 0; d < roam::num_nodes(); ++d) {
+        fixed(d, me, 1L);
+        hinted_fixed(d, me, 1L);
+        sized(d, std::string(static_cast<std::size_t>(i % 3), 'x'), me);
+      }
+    roam::barrier();
+    roam::wait_quiescence();
+    const long long nodes = roam::num_nodes();
+    EXPECT_EQ(job_total(wrong_source), 0);
+    EXPECT_EQ(job_total(received), 3 * per_destination * nodes * nodes);
+    EXPECT_EQ(job_total(received_sum), (2 * per_destination + per_destination) * nodes * nodes);
+  });
+}
+
 // A handful of messages never fills a buffer: quiescence must still see them run, and so
 // must messages that handlers send on (here a chain of hops from node to node).
 void hop(long left) {

@@ -43,6 +43,19 @@ enum class channel_order { ordered, unordered };
 inline constexpr channel_order ordered = channel_order::ordered;
 inline constexpr channel_order unordered = channel_order::unordered;
 
+/// The node a channel message came from. A channel handler whose first parameter has this
+/// type receives it there; it is not an argument the sender passes, and it takes no room in
+/// the record (the bundle carrying the record names its source):
+///
+///   auto ask = roam::channel([](roam::source_node from, std::uint32_t slot) {
+///     reply(from, table[slot]);                 // answer whoever asked
+///   });
+///   ask(owner, slot);                           // the sender passes the slot only
+struct source_node {
+  node_id id = 0;
+  constexpr operator node_id() const noexcept { return id; }  // NOLINT(google-explicit-constructor)
+};
+
 /// Ships every message the calling thread has aggregated, on every channel and to every
 /// node. Messages still run asynchronously; flush() only stops them from waiting in a
 /// buffer. Rarely needed: waiting and idling flush already.
@@ -78,20 +91,50 @@ void for_each_sized_record(const std::byte* data, std::size_t bytes, std::uint32
 struct no_look_ahead {};
 /// How many records ahead of the handler a look-ahead function sees them: enough for the
 /// misses of about as many records to overlap, few enough that prefetched lines are still
-/// in cache when the handler comes.
-inline constexpr std::uint32_t look_ahead_distance = 16;
+/// in cache when the handler comes. (16 left index-gather's table misses exposed at 2
+/// ranks: 36 M reads/s per rank against 38-40 M with 32; docs/performance.md.)
+inline constexpr std::uint32_t look_ahead_distance = 32;
+
+/// How far ahead of the record being run its group's records are prefetched. A bundle has
+/// often waited in a queue long enough to leave the cache (a handler touching a large table
+/// evicts it), and the hardware prefetcher, busy with the handler's own misses, does not
+/// keep ahead of the sequential records: index-gather's records stalled its loops at 2
+/// ranks (docs/performance.md).
+inline constexpr std::size_t record_prefetch_bytes = 512;
 
 /// The registered handler of a channel of callable type H: runs groups of records. With a
 /// look-ahead function `Ahead`, each record is also shown to it `look_ahead_distance`
 /// records before H runs it.
+/// The parameters of a channel handler that travel in its records: all of them, less a
+/// leading roam::source_node (filled in on arrival).
+template <class Params>
+struct channel_record_params {
+  static constexpr bool takes_source = false;
+  using type = Params;
+};
+template <class First, class... Rest>
+requires std::is_same_v<std::decay_t<First>, source_node>
+struct channel_record_params<std::tuple<First, Rest...>> {
+  static constexpr bool takes_source = true;
+  using type = std::tuple<Rest...>;
+};
+
 template <class H, class Ahead = no_look_ahead>
 struct channel_handler {
   using traits = handler_traits<H>;
-  using params = typename traits::params;
+  using record_params = channel_record_params<typename traits::params>;
+  static constexpr bool takes_source = record_params::takes_source;
+  /// What the sender passes and the record holds.
+  using params = typename record_params::type;
   using stored = decltype([]<class... P>(std::tuple<P...>*) {
     return std::tuple<std::decay_t<P>...>{};
   }(static_cast<params*>(nullptr)));
   static constexpr std::size_t arity = std::tuple_size_v<params>;
+  static_assert(
+      []<class... P>(std::tuple<P...>*) {
+        return (!std::is_same_v<std::decay_t<P>, source_node> && ...);
+      }(static_cast<params*>(nullptr)),
+      "roam::channel: a roam::source_node parameter must come first");
 
   // Records of bitwise-copyable arguments have one size, known here: they are stored back
   // to back without lengths, and decoded with fixed offsets.
@@ -110,14 +153,21 @@ struct channel_handler {
     }
   }
 
-  template <std::size_t... I>
-  static void call(H& fn, stored& args, std::index_sequence<I...>) {
-    fn(pass_argument<std::tuple_element_t<I, params>>(std::get<I>(args))...);
+  /// Runs `fn` (the handler or the look-ahead) on one record's arguments, the source first
+  /// when the handler takes it.
+  template <class F, std::size_t... I>
+  static void call(F& fn, [[maybe_unused]] source_node from, stored& args,
+                   std::index_sequence<I...>) {
+    if constexpr (takes_source)
+      fn(from, pass_argument<std::tuple_element_t<I, params>>(std::get<I>(args))...);
+    else
+      fn(pass_argument<std::tuple_element_t<I, params>>(std::get<I>(args))...);
   }
 
-  static void run_batch(node_runtime&, const std::byte* data, std::size_t bytes,
+  static void run_batch(node_runtime&, node_id source, const std::byte* data, std::size_t bytes,
                         std::uint32_t count, std::uint64_t function) {
     H fn = resolve(function);
+    const source_node from{source};
     constexpr auto seq = std::make_index_sequence<arity>{};
     if constexpr (fixed) {
       if (bytes != static_cast<std::size_t>(count) * record_size)
@@ -136,21 +186,32 @@ struct channel_handler {
       };
       if constexpr (std::is_same_v<Ahead, no_look_ahead>) {
         for (std::uint32_t i = 0; i < count; ++i, data += record_size) {
+          __builtin_prefetch(data + record_prefetch_bytes);
           stored args = decode(data);
-          call(fn, args, seq);
+          call(fn, from, args, seq);
         }
       } else {
         // A software pipeline: the look-ahead (typically prefetches) runs for record
         // i + distance while H runs record i, so the memory accesses of several records
-        // are in flight at once instead of one after another.
+        // are in flight at once instead of one after another. The records themselves are
+        // fetched further ahead still: the look-ahead cannot start its access before its
+        // record is in cache.
         constexpr std::uint32_t distance = look_ahead_distance;
+        constexpr std::size_t record_ahead =
+            std::max(record_prefetch_bytes, std::size_t{2} * distance * record_size);
         Ahead ahead{};
-        for (std::uint32_t i = 0; i < std::min(count, distance); ++i)
-          std::apply(ahead, decode(data + std::size_t{i} * record_size));
+        for (std::uint32_t i = 0; i < std::min(count, distance); ++i) {
+          stored args = decode(data + std::size_t{i} * record_size);
+          call(ahead, from, args, seq);
+        }
         for (std::uint32_t i = 0; i < count; ++i, data += record_size) {
-          if (i + distance < count) std::apply(ahead, decode(data + distance * record_size));
+          if (i + distance < count) {
+            __builtin_prefetch(data + record_ahead);
+            stored ahead_args = decode(data + std::size_t{distance} * record_size);
+            call(ahead, from, ahead_args, seq);
+          }
           stored args = decode(data);
-          call(fn, args, seq);
+          call(fn, from, args, seq);
         }
       }
     } else {
@@ -158,7 +219,7 @@ struct channel_handler {
         message_reader r(record, length);
         stored args = read_arguments<params>(r);
         r.expect_end();
-        call(fn, args, seq);
+        call(fn, from, args, seq);
       });
     }
   }
@@ -269,8 +330,8 @@ auto channel(F&& fn, channel_order order = channel_order::ordered) {
 }
 
 /// A channel whose receiver also runs `hint(args...)` for each message up to
-/// `detail::look_ahead_distance` (16) records before running `fn(args...)` for it, within
-/// a group (the first 16 of a group are all hinted at its start). For handlers bound by memory
+/// `detail::look_ahead_distance` (32) records before running `fn(args...)` for it, within
+/// a group (the first 32 of a group are all hinted at its start). For handlers bound by memory
 /// latency (a random table entry per message): the hint prefetches what the handler will touch, so
 /// the misses of many messages overlap.
 ///
@@ -279,9 +340,9 @@ auto channel(F&& fn, channel_order order = channel_order::ordered) {
 ///                              __builtin_prefetch(&table[slot], 1);
 ///                            }));
 ///
-/// The hint takes the handler's parameters (by value or const reference); they must all be
-/// bitwise-copyable. It may see records that arrive in the same group only; it must not
-/// change state the handler reads.
+/// The hint takes the handler's parameters (by value or const reference; a leading
+/// roam::source_node too, when the handler has one); they must all be bitwise-copyable. It may see
+/// records that arrive in the same group only; it must not change state the handler reads.
 template <class F, class Hint>
 auto channel(F&& fn, look_ahead_hint<Hint>, channel_order order = channel_order::ordered) {
   return channel_of<std::decay_t<F>, Hint>(std::forward<F>(fn), order);

@@ -42,7 +42,7 @@ namespace detail {
 /// the object handler, which admits it as if it had come alone.
 template <class Kind>
 struct object_channel_handler {
-  static void run_batch(node_runtime& n, const std::byte* data, std::size_t bytes,
+  static void run_batch(node_runtime& n, node_id, const std::byte* data, std::size_t bytes,
                         std::uint32_t count, std::uint64_t function) {
     const std::uint32_t handler = id_of(object_handler<Kind>::entry);
     for_each_sized_record(data, bytes, count, [&](const std::byte* record, std::size_t length) {

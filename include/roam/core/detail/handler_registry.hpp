@@ -30,10 +30,10 @@ using admit_function = bool (*)(node_runtime& node, message_ptr& m);
 
 /// Runs the handler of a channel once per record of a combined group (see
 /// core/detail/aggregation.hpp): `count` records in `bytes` bytes at `records`, for the
-/// function `function` names (pointer handlers; 0 otherwise). Throws deserialization_error
-/// when the records do not match the handler's parameters.
-using batch_function = void (*)(node_runtime& node, const std::byte* records, std::size_t bytes,
-                                std::uint32_t count, std::uint64_t function);
+/// function `function` names (pointer handlers; 0 otherwise), sent by node `source`.
+/// Throws deserialization_error when the records do not match the handler's parameters.
+using batch_function = void (*)(node_runtime& node, node_id source, const std::byte* records,
+                                std::size_t bytes, std::uint32_t count, std::uint64_t function);
 
 struct handler_entry {
   std::string_view name;  ///< stable, human-readable (shown in errors)
