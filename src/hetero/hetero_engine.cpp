@@ -197,7 +197,7 @@ void hetero_engine::bury(std::vector<std::shared_ptr<hetero_object_state>>& dead
 // ---- submission and dependencies ----------------------------------------------------------
 
 std::shared_ptr<hetero_task_state> hetero_engine::new_task() {
-  auto task = std::make_shared<hetero_task_state>();
+  auto task = make_pooled<hetero_task_state>();
   task->engine = shared_from_this();
   task->implicit = implicit_default_;
   return task;
@@ -623,7 +623,7 @@ hetero_future<void*> hetero_engine::request_host(const std::shared_ptr<hetero_ob
   auto task = new_task();
   task->implicit = true;  // a host request always orders with the tasks around it
   task->evict_when_granted = evict_when_granted;
-  task->granted = std::make_shared<device_event_state>();
+  task->granted = make_pooled<device_event_state>();
   task_argument argument;
   argument.object = object;
   argument.access = access;

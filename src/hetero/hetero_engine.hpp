@@ -21,6 +21,7 @@
 
 #include "device_event_state.hpp"
 #include "memory_pools.hpp"
+#include "request_pool.hpp"
 #include "roam/hetero/hetero_runtime.hpp"
 #include "roam/hetero/hetero_task.hpp"
 
@@ -98,7 +99,7 @@ struct hetero_task_state {
   std::uint64_t id = 0;
   std::atomic<int> device{-1};
   bool pinned = false;
-  std::shared_ptr<device_event_state> finished = std::make_shared<device_event_state>();
+  std::shared_ptr<device_event_state> finished = make_pooled<device_event_state>();
   std::shared_ptr<device_event_state> granted;  ///< host requests: the view is ready
   std::vector<int> eligible;
 };
