@@ -14,6 +14,7 @@
 // (it starts its 2 ranks itself). JSON: {"bench","backend","sizes","roam_us","mpi_us","ratio"},
 // one-way hop times in microseconds, ratio = mpi_us / roam_us (1.0 is parity).
 #include "bench_report.hpp"
+#include "mobile_pair.hpp"
 #include "mpi_pair.hpp"
 #include "pingpong_common.hpp"
 
@@ -155,17 +156,12 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < sizes.size(); ++i)
       mpi_us[i] = std::min(mpi_us[i], mpi_one_way_us(device, sizes[i], rank));
     roam::run(cfg, [&] {
-      auto mine = roam::make_mobile<endpoint>();
-      auto both = roam::allgather(mine);
-      mine.call([](endpoint& e, roam::mobile_ptr<endpoint> other) { e.peer = other; },
-                both[1 - roam::this_node()])
-          .get();
-      roam::barrier();
+      const auto both = paired_endpoints<endpoint>();
       if (roam::this_node() == 0)
         for (std::size_t i = 0; i < sizes.size(); ++i)
           roam_us[i] = std::min(roam_us[i], roam_one_way_us(both[1], sizes[i]));
       roam::barrier();
-      roam::destroy(mine).get();
+      roam::destroy(both[roam::this_node()]).get();
     });
     sleepy_barrier();
   }

@@ -3,6 +3,7 @@
 // Send/Recv in the same program run. Run with `./run bench mobile_pingpong [--json]` (it
 // starts 2 ranks itself).
 #include "bench_report.hpp"
+#include "mobile_pair.hpp"
 #include "mpi_pair.hpp"
 #include "pingpong_common.hpp"
 
@@ -50,13 +51,7 @@ void run_roam(std::vector<double>& mobile_us, std::vector<double>& node_us) {
   cfg.transport = roam::transport_kind::mpi;
   cfg.threads = 1;  // one worker per rank: the application thread waits and polls too
   roam::run(cfg, [&] {
-    // Each rank creates its endpoint; then each learns the other's pointer.
-    auto mine = roam::make_mobile<endpoint>();
-    auto both = roam::allgather(mine);
-    mine.call([](endpoint& e, roam::mobile_ptr<endpoint> other) { e.peer = other; },
-              both[1 - roam::this_node()])
-        .get();
-    roam::barrier();
+    const auto both = paired_endpoints<endpoint>();
     if (roam::this_node() != 0) return;
     const auto remote = both[1];
     auto mobile_trip = [&](std::size_t bytes) {

@@ -1,10 +1,12 @@
-// Message blocks and their per-thread pools.
+// Message blocks and their pools.
 //
 // Why our own pool: the runtime's hot paths (one allocation per message) need a
 // free list that is fast when the producer and the consumer are different threads
-// (application thread sends, worker frees). A thread-local cache with batch exchange
-// through a global list ("magazines") keeps both sides allocation-free in steady state.
+// (application thread sends, worker frees): thread_block_pool's per-thread caches with
+// batch exchange keep both sides allocation-free in steady state.
 #include <roam/transport/message.hpp>
+
+#include "../common/thread_block_pool.hpp"
 
 #include <cstdlib>
 #include <limits>
@@ -35,59 +37,9 @@ std::uint32_t header_checksum(const message_header& h) noexcept {
 namespace {
 
 constexpr std::size_t block_bytes = sizeof(message) + pooled_payload_capacity;
-constexpr std::size_t batch = 64;
 
-// Full batches handed between threads; guarded by a mutex because it is touched once per
-// `batch` allocations only.
-struct global_pool {
-  std::mutex lock;
-  std::vector<std::vector<void*>> batches;
-  ~global_pool() {
-    for (auto& b : batches)
-      for (void* p : b) ::operator delete(p);
-  }
-};
-global_pool& shared_pool() {
-  static global_pool* pool = new global_pool;  // never destroyed: threads may free late
-  return *pool;
-}
-
-struct thread_cache {
-  std::vector<void*> blocks;
-  thread_cache() { blocks.reserve(2 * batch); }
-  ~thread_cache() {
-    if (blocks.empty()) return;
-    auto& g = shared_pool();
-    std::lock_guard guard(g.lock);
-    g.batches.push_back(std::move(blocks));
-  }
-  void* get() {
-    if (blocks.empty()) {
-      auto& g = shared_pool();
-      std::lock_guard guard(g.lock);
-      if (!g.batches.empty()) {
-        blocks = std::move(g.batches.back());
-        g.batches.pop_back();
-        blocks.reserve(2 * batch);
-      }
-    }
-    if (blocks.empty()) return ::operator new(block_bytes);
-    void* p = blocks.back();
-    blocks.pop_back();
-    return p;
-  }
-  void put(void* p) {
-    blocks.push_back(p);
-    if (blocks.size() >= 2 * batch) {
-      std::vector<void*> out(blocks.end() - batch, blocks.end());
-      blocks.resize(blocks.size() - batch);
-      auto& g = shared_pool();
-      std::lock_guard guard(g.lock);
-      g.batches.push_back(std::move(out));
-    }
-  }
-};
-thread_local thread_cache cache;
+// Small blocks: per-thread caches exchanging batches of 64 (src/common/thread_block_pool.hpp).
+using small_blocks = thread_block_pool<block_bytes, 64>;
 
 // Large blocks, by power-of-two class, kept after use: allocating megabytes afresh for
 // every large message costs page faults and zeroing that dwarf the copy itself.
@@ -140,7 +92,7 @@ large_block_cache& large_blocks() {
 
 message_ptr message::allocate(std::size_t payload_capacity) {
   if (payload_capacity <= pooled_payload_capacity)
-    return message_ptr(new (cache.get()) message(pooled_payload_capacity, true));
+    return message_ptr(new (small_blocks::get()) message(pooled_payload_capacity, true));
   if (payload_capacity > std::numeric_limits<std::uint32_t>::max() - sizeof(message))
     throw std::length_error("roam: message payload of " + std::to_string(payload_capacity) +
                             " bytes exceeds the 4 GiB limit");
@@ -169,7 +121,7 @@ void message_deleter::operator()(message* m) const noexcept {
   const std::size_t bytes = sizeof(message) + m->capacity_;
   m->~message();
   if (pooled) {
-    cache.put(m);
+    small_blocks::put(m);
     return;
   }
   const int c = large_block_cache::class_of(bytes);
