@@ -124,4 +124,24 @@ TEST_P(LiveLock, ThousandsOfHandlersSuspendAtOnce) {
             0);
 }
 
+// A handler fulfils a promise that the application thread owns and destroys as soon as its
+// future is ready, while the handler's set_value may still be waking it. The setter must keep
+// the shared state alive until it returns (a bounce benchmark hung on the freed state's lock;
+// AddressSanitizer reports the use after free).
+roam::promise<int>* waiting_for = nullptr;
+void fulfil(int value) { waiting_for->set_value(value); }
+
+TEST_P(LiveLock, APromiseMayDieAsSoonAsItsFutureIsReady) {
+  ASSERT_EQ(roam::run(with_workers(GetParam()),
+                      [] {
+                        for (int i = 0; i < 3000; ++i) {
+                          roam::promise<int> done;
+                          waiting_for = &done;
+                          roam::send(roam::this_node(), fulfil, i);
+                          ASSERT_EQ(done.get_future().get(), i);
+                        }
+                      }),
+            0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Workers, LiveLock, ::testing::Values(1u, 2u, 4u));

@@ -187,7 +187,9 @@ class future {
   std::shared_ptr<detail::shared_state<T>> state_;
 };
 
-/// The producer side: set_value or set_exception exactly once.
+/// The producer side: set_value or set_exception exactly once. The owner may destroy the
+/// promise as soon as its future is ready, even while another thread's set_value is still
+/// returning (the handler-sets, application-waits pattern).
 template <class T>
 class promise {
  public:
@@ -214,10 +216,21 @@ class promise {
     retrieved_ = true;
     return future<T>(state_);
   }
+  // Each setter holds the state while it runs: once the value is visible, the waiting side may
+  // destroy this promise (and its future) before the setter has finished waking waiters.
   template <class U = T>
-  requires(!std::is_void_v<U>) void set_value(U value) { state_->set_value(std::move(value)); }
-  void set_value() requires std::is_void_v<T> { state_->set_value({}); }
-  void set_exception(std::exception_ptr e) { state_->set_exception(std::move(e)); }
+  requires(!std::is_void_v<U>) void set_value(U value) {
+    const auto state = state_;
+    state->set_value(std::move(value));
+  }
+  void set_value() requires std::is_void_v<T> {
+    const auto state = state_;
+    state->set_value({});
+  }
+  void set_exception(std::exception_ptr e) {
+    const auto state = state_;
+    state->set_exception(std::move(e));
+  }
 
  private:
   void abandon() noexcept {
