@@ -71,6 +71,11 @@ std::string expand_parallel_regions(std::string body) {
   return body;
 }
 
+// The hidden dynamic-local parameter has a 32-byte element type (ulong4) so that the memory
+// behind roam_dynamic_local(T) is aligned for any T up to double4: NVIDIA's OpenCL aligns a
+// __local argument only to its declared element type, and with `__local char*` a kernel that
+// stored 4-byte values through it faulted (the context was then lost: every later build and
+// context creation of the process failed with -9999).
 std::string kernel_source(const kernel& k) {
   if (k.opencl_parameters == nullptr) return k.opencl_body;
   std::string parameters = k.opencl_parameters;
@@ -78,7 +83,7 @@ std::string kernel_source(const kernel& k) {
   if (close == std::string::npos) throw device_error("roam: malformed kernel parameter list");
   parameters.erase(close);
   return std::string(dialect_prelude) + "__kernel void " + k.name + parameters +
-         ", __local char* roam_detail_local)\n" + expand_parallel_regions(k.opencl_body) + "\n";
+         ", __local ulong4* roam_detail_local)\n" + expand_parallel_regions(k.opencl_body) + "\n";
 }
 
 template <class T>
@@ -244,14 +249,15 @@ class opencl_device final : public device {
     cl_int status = CL_SUCCESS;
     cl_program program = clCreateProgramWithSource(context_, 1, &text, nullptr, &status);
     check(status, "clCreateProgramWithSource");
-    if (clBuildProgram(program, 1, &id_, "-cl-std=CL1.2", nullptr, nullptr) != CL_SUCCESS) {
+    if (const cl_int built = clBuildProgram(program, 1, &id_, "-cl-std=CL1.2", nullptr, nullptr);
+        built != CL_SUCCESS) {
       std::size_t size = 0;
       clGetProgramBuildInfo(program, id_, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size);
       std::string log(size, '\0');
       clGetProgramBuildInfo(program, id_, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr);
       clReleaseProgram(program);
-      throw device_error(std::string("roam: OpenCL could not compile kernel '") + k.name + "':\n" +
-                         log);
+      throw device_error(std::string("roam: OpenCL could not compile kernel '") + k.name +
+                         "' (error " + std::to_string(built) + "):\n" + log);
     }
     cl_kernel handle = clCreateKernel(program, k.name, &status);
     if (status != CL_SUCCESS) clReleaseProgram(program);
