@@ -14,6 +14,7 @@
 // (it starts its 2 ranks itself). JSON: {"bench","backend","sizes","roam_us","mpi_us","ratio"},
 // one-way hop times in microseconds, ratio = mpi_us / roam_us (1.0 is parity).
 #include "bench_report.hpp"
+#include "hetero_mobile_kernels.hpp"
 #include "mobile_pair.hpp"
 #include "mpi_pair.hpp"
 #include "pingpong_common.hpp"
@@ -28,11 +29,6 @@
 #include <cstdio>
 #include <string>
 #include <vector>
-
-ROAM_KERNEL(bounce_increment, (roam_global unsigned* x, int n), {
-  const int i = (int)roam_global_id(0);
-  if (i < n) x[i] += 1u;
-})
 
 namespace {
 
