@@ -1,12 +1,14 @@
 // The CUDA backend: one stream per queue, a CUDA event recorded after each operation (for
-// native waits between queues), page-locked host memory, kernels launched through
-// cudaLaunchKernel from the `__global__` form that ROAM_KERNEL makes in files nvcc compiles.
+// native waits between queues, and polled for completion: cuda_event_poller.hpp), page-locked
+// host memory, kernels launched through cudaLaunchKernel from the `__global__` form that
+// ROAM_KERNEL makes in files nvcc compiles.
 #include <cuda_runtime.h>
 
 #include <mutex>
 #include <string>
 
 #include "backends.hpp"
+#include "cuda_event_poller.hpp"
 #include "device_event_state.hpp"
 #include "roam/hetero/kernel.hpp"
 
@@ -24,12 +26,6 @@ void check(cudaError_t status, const char* what) {
   throw device_error(message);
 }
 
-void CUDART_CB on_stream_reached(void* user) {
-  auto* state = static_cast<std::shared_ptr<device_event_state>*>(user);
-  (*state)->complete();
-  delete state;
-}
-
 class cuda_device final : public device {
  public:
   cuda_device(device_info info, int ordinal, unsigned compute_queues)
@@ -40,10 +36,16 @@ class cuda_device final : public device {
       check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
       streams_.push_back(stream);
     }
+    poller_ = std::make_unique<cuda_event_poller>(ordinal_, streams_.size());
   }
 
   ~cuda_device() override {
-    synchronize();
+    try {
+      synchronize();
+    } catch (const device_error&) {
+      // A failed operation was reported through its event; the streams are drained either way.
+    }
+    poller_.reset();
     for (auto s : streams_) cudaStreamDestroy(s);
   }
 
@@ -75,9 +77,9 @@ class cuda_device final : public device {
   device_event copy_to_device(device_queue queue, device_buffer destination, std::size_t offset,
                               const void* source, std::size_t bytes,
                               std::span<const device_event> after) override {
-    auto stream = prepare(queue, after);
+    const auto stream = prepare(queue, after);
     check(cudaMemcpyAsync(static_cast<char*>(destination.handle) + offset, source, bytes,
-                          cudaMemcpyHostToDevice, stream),
+                          cudaMemcpyHostToDevice, streams_[stream]),
           "cudaMemcpyAsync (host to device)");
     return track(stream);
   }
@@ -85,9 +87,9 @@ class cuda_device final : public device {
   device_event copy_to_host(device_queue queue, void* destination, device_buffer source,
                             std::size_t offset, std::size_t bytes,
                             std::span<const device_event> after) override {
-    auto stream = prepare(queue, after);
+    const auto stream = prepare(queue, after);
     check(cudaMemcpyAsync(destination, static_cast<const char*>(source.handle) + offset, bytes,
-                          cudaMemcpyDeviceToHost, stream),
+                          cudaMemcpyDeviceToHost, streams_[stream]),
           "cudaMemcpyAsync (device to host)");
     return track(stream);
   }
@@ -96,10 +98,10 @@ class cuda_device final : public device {
                               std::size_t destination_offset, device_buffer source,
                               std::size_t source_offset, std::size_t bytes,
                               std::span<const device_event> after) override {
-    auto stream = prepare(queue, after);
+    const auto stream = prepare(queue, after);
     check(cudaMemcpyAsync(static_cast<char*>(destination.handle) + destination_offset,
                           static_cast<const char*>(source.handle) + source_offset, bytes,
-                          cudaMemcpyDeviceToDevice, stream),
+                          cudaMemcpyDeviceToDevice, streams_[stream]),
           "cudaMemcpyAsync (device to device)");
     return track(stream);
   }
@@ -111,15 +113,16 @@ class cuda_device final : public device {
       throw device_error(std::string("roam: kernel '") + (k.name ? k.name : "?") +
                          "' has no CUDA form (compile the file that defines it with nvcc)");
     }
-    auto stream = prepare(queue, after);
+    const auto stream = prepare(queue, after);
     std::vector<void*> slots;
     slots.reserve(arguments.size());
     for (const auto& argument : arguments)
       slots.push_back(const_cast<void*>(argument.value_address()));
     const dim3 grid(dims.groups[0], dims.groups[1], dims.groups[2]);
     const dim3 block(dims.local[0], dims.local[1], dims.local[2]);
-    check(cudaLaunchKernel(k.cuda_function, grid, block, slots.data(), local_bytes, stream),
-          "cudaLaunchKernel");
+    check(
+        cudaLaunchKernel(k.cuda_function, grid, block, slots.data(), local_bytes, streams_[stream]),
+        "cudaLaunchKernel");
     return track(stream);
   }
 
@@ -131,37 +134,33 @@ class cuda_device final : public device {
  private:
   void select() const { check(cudaSetDevice(ordinal_), "cudaSetDevice"); }
 
-  cudaStream_t prepare(device_queue queue, std::span<const device_event> after) {
+  /// The position of `queue`'s stream, after making it wait for `after` on the device.
+  std::size_t prepare(device_queue queue, std::span<const device_event> after) {
     select();
-    cudaStream_t stream = stream_of(queue);
+    const std::size_t stream = queue_position(queue, streams_.size() - 2);
     for (const auto& e : native_events(after)) {
-      check(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(e.state()->native), 0),
+      check(cudaStreamWaitEvent(streams_[stream], static_cast<cudaEvent_t>(e.state()->native), 0),
             "cudaStreamWaitEvent");
     }
     return stream;
   }
 
-  cudaStream_t stream_of(device_queue queue) const {
-    return streams_[queue_position(queue, streams_.size() - 2)];
-  }
-
-  device_event track(cudaStream_t stream) {
+  device_event track(std::size_t stream) {
     cudaEvent_t event = nullptr;
     check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
-    check(cudaEventRecord(event, stream), "cudaEventRecord");
+    if (const auto status = cudaEventRecord(event, streams_[stream]); status != cudaSuccess) {
+      cudaEventDestroy(event);
+      check(status, "cudaEventRecord");
+    }
     auto state = std::make_shared<device_event_state>(
         this, event, [](void* e) { cudaEventDestroy(static_cast<cudaEvent_t>(e)); });
-    auto* callback_state = new std::shared_ptr<device_event_state>(state);
-    const auto status = cudaLaunchHostFunc(stream, on_stream_reached, callback_state);
-    if (status != cudaSuccess) {
-      delete callback_state;
-      check(status, "cudaLaunchHostFunc");
-    }
+    poller_->watch(stream, event, state);
     return device_event(state);
   }
 
   int ordinal_;
   std::vector<cudaStream_t> streams_;
+  std::unique_ptr<cuda_event_poller> poller_;  ///< after the streams: stops before they go
 };
 
 }  // namespace
