@@ -4,8 +4,9 @@
 // ROAM_KERNEL makes in files nvcc compiles.
 #include <cuda_runtime.h>
 
-#include <mutex>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "backends.hpp"
 #include "cuda_event_poller.hpp"

@@ -102,9 +102,6 @@ inline constexpr std::uint32_t look_ahead_distance = 32;
 /// ranks (docs/performance.md).
 inline constexpr std::size_t record_prefetch_bytes = 512;
 
-/// The registered handler of a channel of callable type H: runs groups of records. With a
-/// look-ahead function `Ahead`, each record is also shown to it `look_ahead_distance`
-/// records before H runs it.
 /// The parameters of a channel handler that travel in its records: all of them, less a
 /// leading roam::source_node (filled in on arrival).
 template <class Params>
@@ -119,6 +116,9 @@ struct channel_record_params<std::tuple<First, Rest...>> {
   using type = std::tuple<Rest...>;
 };
 
+/// The registered handler of a channel of callable type H: runs groups of records. With a
+/// look-ahead function `Ahead`, each record is also shown to it `look_ahead_distance`
+/// records before H runs it.
 template <class H, class Ahead = no_look_ahead>
 struct channel_handler {
   using traits = handler_traits<H>;
