@@ -2,6 +2,7 @@
 
 #include "fiber.hpp"
 #include "process_runtime.hpp"
+#include "thread_name.hpp"
 
 #include <roam/core/detail/handler_registry.hpp>
 #include <roam/core/runtime.hpp>
@@ -152,9 +153,10 @@ void node_runtime::stop_extensions() noexcept {
       stop(extensions[slot]);
 }
 
-std::thread start_service_thread(node_runtime& n, std::function<void()> body) {
-  return std::thread([&n, body = std::move(body)] {
+std::thread start_service_thread(node_runtime& n, const char* role, std::function<void()> body) {
+  return std::thread([&n, role, body = std::move(body)] {
     bind_thread_to_node(&n);
+    name_current_thread(role, id_of(n), 0);
     body();
     bind_thread_to_node(nullptr);
   });

@@ -1,4 +1,5 @@
 #include "process_runtime.hpp"
+#include "thread_name.hpp"
 
 #include "../transport/transports.hpp"
 
@@ -101,7 +102,10 @@ process_runtime::~process_runtime() { stop(); }
 
 void process_runtime::start() {
   if (transport_->needs_progress() && config_.comm_thread)
-    comm_thread_ = std::thread([this] { comm_thread_main(); });
+    comm_thread_ = std::thread([this] {
+      name_current_thread("roam-comm", 0, 0);
+      comm_thread_main();
+    });
   for (auto& n : nodes_) n->sched().start();
   for (auto& n : nodes_) n->start_extensions();
 }

@@ -4,6 +4,7 @@
 
 #include "fiber.hpp"
 #include "node_runtime.hpp"
+#include "thread_name.hpp"
 
 #include <hwloc.h>
 
@@ -261,6 +262,7 @@ void scheduler::worker_main(unsigned index) {
   tl_worker = self;
   tl_random = 0x9e3779b9u * (index + 1) + 0x7f4a7c15u * (id_of(node_) + 1);
   bind_thread_to_node(&node_);
+  name_current_thread("roam-w", id_of(node_), index);
   if (opt_.pin) pin_current_thread(opt_.pin_offset + index);
 
   // Idle policy: at most one worker of the node spins (searching for work, polling the

@@ -15,6 +15,7 @@
 // completion (GPU work often completes in bursts) and then sleeping in short steps; with
 // nothing pending it blocks on a condition variable.
 #include <cuda_runtime.h>
+#include <pthread.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -33,7 +34,10 @@ namespace roam::detail {
 class cuda_event_poller {
  public:
   cuda_event_poller(int ordinal, std::size_t streams) : ordinal_(ordinal), pending_(streams) {
-    thread_ = std::thread([this] { loop(); });
+    thread_ = std::thread([this] {
+      (void)pthread_setname_np(pthread_self(), "roam-cuda-poll");  // for top -H, gdb and perf
+      loop();
+    });
   }
   cuda_event_poller(const cuda_event_poller&) = delete;
   cuda_event_poller& operator=(const cuda_event_poller&) = delete;

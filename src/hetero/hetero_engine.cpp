@@ -1,6 +1,8 @@
 // The heterogeneous framework's core runtime; see hetero_engine.hpp for its shape.
 #include "hetero_engine.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -121,7 +123,10 @@ hetero_engine::~hetero_engine() {
 }
 
 void hetero_engine::start() {
-  thread_ = std::thread([this] { engine_loop(); });
+  thread_ = std::thread([this] {
+    (void)pthread_setname_np(pthread_self(), "roam-hetero");  // for top -H, gdb and perf
+    engine_loop();
+  });
 }
 
 void hetero_engine::stop() {

@@ -112,7 +112,7 @@ struct node_balancer {
   node_balancer& operator=(const node_balancer&) = delete;
 
   void start() {
-    if (!passive) thread = detail::start_service_thread(n, [this] { thread_main(); });
+    if (!passive) thread = detail::start_service_thread(n, "roam-lb", [this] { thread_main(); });
   }
   void stop() noexcept {
     {

@@ -4,6 +4,7 @@
 #include <roam/roam.hpp>
 
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <array>
 #include <atomic>
@@ -366,6 +367,25 @@ TEST(Runtime, CanRunSeveralTimesAndOutsideCallsAreRejected) {
   EXPECT_THROW(roam::this_node(), roam::usage_error);
   EXPECT_THROW(roam::send(0, add_to_counter, 1L), roam::usage_error);
   for (int i = 0; i < 3; ++i) run_everywhere([] { roam::barrier(); });
+}
+
+std::string this_thread_name() {
+  char name[16] = {};
+  pthread_getname_np(pthread_self(), name, sizeof name);
+  return name;
+}
+
+// `top -H`, gdb and perf tell the runtime's threads apart by these names.
+TEST(Runtime, WorkerThreadsAreNamedAfterTheirNode) {
+  roam::config cfg = test_config();
+  cfg.lend_app_thread = false;  // the handler must run on a worker
+  run_everywhere(
+      [] {
+        const std::string name = roam::call(roam::this_node(), this_thread_name).get();
+        EXPECT_EQ(name.rfind("roam-w" + std::to_string(roam::this_node()) + ".", 0), 0u) << name;
+        roam::barrier();
+      },
+      cfg);
 }
 
 TEST(Quiescence, WaitingForItInsideAHandlerIsRejected) {

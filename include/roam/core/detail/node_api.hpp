@@ -109,8 +109,9 @@ void* extension_state(node_runtime& n, node_extension_slot slot) noexcept;
 
 /// Starts a thread bound to `n` that runs `body`: it may send messages and wait for
 /// futures (a wait blocks it; it never runs the node's work). A node extension's helper
-/// thread (the load balancer's) is one; join it from the extension's stop().
-std::thread start_service_thread(node_runtime& n, std::function<void()> body);
+/// thread (the load balancer's) is one; join it from the extension's stop(). The thread is
+/// named `role` followed by the node's id (what `top -H`, gdb and perf show).
+std::thread start_service_thread(node_runtime& n, const char* role, std::function<void()> body);
 
 /// Fault injection for tests: ships raw bytes as if they were a message to `dest`.
 void send_raw_for_testing(node_id dest, std::vector<std::byte> bytes);
