@@ -478,8 +478,12 @@ void wait(waitable& w) {
     }
     end_spin();
     const std::uint64_t epoch = s.waiter_epoch();
-    if (!w.ready())
-      s.park_waiter(epoch, s.has_progress() ? s.poll_interval() : std::chrono::milliseconds(1));
+    if (!w.ready()) {
+      bool duty = false;
+      s.park_waiter(epoch, s.has_progress() ? s.take_poll_duty(duty)
+                                            : std::chrono::microseconds(1000));
+      s.release_poll_duty(duty);
+    }
     glance = s.waiter_epoch() == epoch;  // nobody woke us: the timer did
     begin_spin();
     rounds = 0;

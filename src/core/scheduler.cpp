@@ -231,20 +231,32 @@ bool scheduler::park_worker() {
       using clock = std::chrono::steady_clock;
       auto limit = clock::duration::max();
       if (timer_count_.load() > 0) limit = std::max(until_next_timer(), clock::duration::zero());
-      if (progress_) {
-        auto interval = searching_.load() > 0 ? 10 * opt_.poll : opt_.poll;
-        limit = std::min<clock::duration>(limit, interval);
-      }
+      bool duty = false;
+      if (progress_) limit = std::min<clock::duration>(limit, take_poll_duty(duty));
       auto wake = [this] { return wake_tokens_ > 0 || stopping_.load(); };
       if (limit != clock::duration::max())
         woken = park_cv_.wait_for(lock, limit, wake);
       else
         park_cv_.wait(lock, wake);
+      release_poll_duty(duty);
     }
     if (wake_tokens_ > 0) --wake_tokens_;
   }
   sleepers_.fetch_sub(1);
   return woken;
+}
+
+std::chrono::microseconds scheduler::take_poll_duty(bool& holds) noexcept {
+  holds = false;
+  if (searching_.load(std::memory_order_relaxed) == 0) {
+    bool free = false;
+    holds = poll_duty_.compare_exchange_strong(free, true, std::memory_order_relaxed);
+  }
+  return holds ? opt_.poll : 10 * opt_.poll;
+}
+
+void scheduler::release_poll_duty(bool holds) noexcept {
+  if (holds) poll_duty_.store(false, std::memory_order_relaxed);
 }
 
 void scheduler::begin_spin() noexcept { searching_.fetch_add(1, std::memory_order_seq_cst); }

@@ -91,6 +91,16 @@ class scheduler {
   void set_hooks(const scheduling_hooks& hooks) noexcept { hooks_ = hooks; }
   std::chrono::microseconds spin_budget() const noexcept { return opt_.spin; }
   std::chrono::microseconds poll_interval() const noexcept { return opt_.poll; }
+  /// How long a thread about to park may sleep before it polls the network again. One
+  /// parked thread of the node holds the poll duty and wakes at the configured interval;
+  /// the others, and every parked thread while another thread spins (it polls), wake ten
+  /// times less often. One poller is enough, and each wake-up takes a core from the threads
+  /// that compute: N parked workers polling every 100 µs were N × 10,000 context switches a
+  /// second, which a node whose cores run device kernels or other ranks pays in full.
+  /// `holds` tells the caller whether it took the duty; give it back with
+  /// release_poll_duty() when it wakes. Any thread; lock-free.
+  std::chrono::microseconds take_poll_duty(bool& holds) noexcept;
+  void release_poll_duty(bool holds) noexcept;
 
  private:
   struct alignas(64) padded_queue {
@@ -133,6 +143,7 @@ class scheduler {
 
   alignas(64) std::atomic<std::uint64_t> waiter_epoch_{0};
   std::atomic<int> parked_waiters_{0};
+  std::atomic<bool> poll_duty_{false};  // a parked thread polls at the configured interval
   std::mutex waiter_lock_;
   std::condition_variable waiter_cv_;
 };
