@@ -480,8 +480,8 @@ void wait(waitable& w) {
     const std::uint64_t epoch = s.waiter_epoch();
     if (!w.ready()) {
       bool duty = false;
-      s.park_waiter(epoch, s.has_progress() ? s.take_poll_duty(duty)
-                                            : std::chrono::microseconds(1000));
+      s.park_waiter(epoch,
+                    s.has_progress() ? s.take_poll_duty(duty) : std::chrono::microseconds(1000));
       s.release_poll_duty(duty);
     }
     glance = s.waiter_epoch() == epoch;  // nobody woke us: the timer did
