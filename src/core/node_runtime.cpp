@@ -2,7 +2,8 @@
 
 #include "fiber.hpp"
 #include "process_runtime.hpp"
-#include "thread_name.hpp"
+
+#include "../common/thread_name.hpp"
 
 #include <roam/core/detail/handler_registry.hpp>
 #include <roam/core/runtime.hpp>
@@ -156,7 +157,7 @@ void node_runtime::stop_extensions() noexcept {
 std::thread start_service_thread(node_runtime& n, const char* role, std::function<void()> body) {
   return std::thread([&n, role, body = std::move(body)] {
     bind_thread_to_node(&n);
-    name_current_thread(role, id_of(n), 0);
+    name_thread(pthread_self(), role, static_cast<int>(id_of(n)));
     body();
     bind_thread_to_node(nullptr);
   });

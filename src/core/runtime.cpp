@@ -1,6 +1,6 @@
 #include "process_runtime.hpp"
-#include "thread_name.hpp"
 
+#include "../common/thread_name.hpp"
 #include "../transport/transports.hpp"
 
 #include <roam/core/detail/function_table.hpp>
@@ -103,7 +103,7 @@ process_runtime::~process_runtime() { stop(); }
 void process_runtime::start() {
   if (transport_->needs_progress() && config_.comm_thread)
     comm_thread_ = std::thread([this] {
-      name_current_thread("roam-comm", 0, 0);
+      name_thread(pthread_self(), "roam-comm", static_cast<int>(transport_->first_local()));
       comm_thread_main();
     });
   for (auto& n : nodes_) n->sched().start();

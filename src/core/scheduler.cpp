@@ -4,7 +4,8 @@
 
 #include "fiber.hpp"
 #include "node_runtime.hpp"
-#include "thread_name.hpp"
+
+#include "../common/thread_name.hpp"
 
 #include <hwloc.h>
 
@@ -274,7 +275,7 @@ void scheduler::worker_main(unsigned index) {
   tl_worker = self;
   tl_random = 0x9e3779b9u * (index + 1) + 0x7f4a7c15u * (id_of(node_) + 1);
   bind_thread_to_node(&node_);
-  name_current_thread("roam-w", id_of(node_), index);
+  name_thread(pthread_self(), "roam-w", static_cast<int>(id_of(node_)), static_cast<int>(index));
   if (opt_.pin) pin_current_thread(opt_.pin_offset + index);
 
   // Idle policy: at most one worker of the node spins (searching for work, polling the

@@ -15,7 +15,6 @@
 // completion (GPU work often completes in bursts) and then sleeping in short steps; with
 // nothing pending it blocks on a condition variable.
 #include <cuda_runtime.h>
-#include <pthread.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -27,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "../common/thread_name.hpp"
 #include "device_event_state.hpp"
 
 namespace roam::detail {
@@ -34,10 +34,8 @@ namespace roam::detail {
 class cuda_event_poller {
  public:
   cuda_event_poller(int ordinal, std::size_t streams) : ordinal_(ordinal), pending_(streams) {
-    thread_ = std::thread([this] {
-      (void)pthread_setname_np(pthread_self(), "roam-cuda-poll");  // for top -H, gdb and perf
-      loop();
-    });
+    thread_ = std::thread([this] { loop(); });
+    name_thread(thread_.native_handle(), "roam-cuda-poll");
   }
   cuda_event_poller(const cuda_event_poller&) = delete;
   cuda_event_poller& operator=(const cuda_event_poller&) = delete;

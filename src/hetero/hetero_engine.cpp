@@ -1,7 +1,7 @@
 // The heterogeneous framework's core runtime; see hetero_engine.hpp for its shape.
 #include "hetero_engine.hpp"
 
-#include <pthread.h>
+#include "../common/thread_name.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -123,10 +123,8 @@ hetero_engine::~hetero_engine() {
 }
 
 void hetero_engine::start() {
-  thread_ = std::thread([this] {
-    (void)pthread_setname_np(pthread_self(), "roam-hetero");  // for top -H, gdb and perf
-    engine_loop();
-  });
+  thread_ = std::thread([this] { engine_loop(); });
+  name_thread(thread_.native_handle(), "roam-hetero");
 }
 
 void hetero_engine::stop() {

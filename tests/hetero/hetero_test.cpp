@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <numeric>
 #include <random>
 #include <string>
@@ -95,6 +98,24 @@ TEST(DeviceApi, OneRuntimeAtATime) {
 }
 
 // ---- kernels written once ------------------------------------------------------------------
+
+// `top -H`, gdb and perf tell the engine's thread apart by its name.
+TEST(DeviceApi, TheEngineThreadIsNamed) {
+  auto threads = [] {
+    std::map<std::string, std::string> names;  // thread id -> name
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+      std::ifstream comm(task.path() / "comm");
+      std::getline(comm, names[task.path().filename().string()]);
+    }
+    return names;
+  };
+  const auto before = threads();
+  roam::hetero_runtime rt(test_options());
+  int started = 0;  // threads of this runtime named for the engine
+  for (const auto& [id, name] : threads())
+    if (!before.contains(id) && name == "roam-hetero") ++started;
+  EXPECT_EQ(started, 1);
+}
 
 TEST(KernelsWrittenOnce, GiveIdenticalResultsOnEveryDevice) {
   roam::hetero_runtime rt(test_options());
