@@ -126,14 +126,27 @@ void close_group(lane& l) noexcept {
   l.function = 0;
 }
 
-// Ships the lane's bundle; the lane stays listed in `open` (callers unlist it).
-void flush_lane(thread_lanes& s, std::size_t index) noexcept {
+// Ships the lane's bundle; the lane stays listed in `open` (callers unlist it). `full`:
+// the next record did not fit, so the thread is streaming and the next bundle doubles;
+// otherwise the thread idled, waited or flushed, and the next bundle is sized to hold all
+// it sent to this lane since it last did (one message for that much next time).
+void flush_lane(thread_lanes& s, std::size_t index, bool full = false) noexcept {
   lane& l = s.lanes[index];
   if (!l.bundle) return;
   close_group(l);
   message_ptr m(l.bundle);
-  m->header.payload_size = static_cast<std::uint64_t>(l.cursor - m->payload());
-  l = lane{};
+  const auto used = static_cast<std::size_t>(l.cursor - m->payload());
+  m->header.payload_size = used;
+  const std::size_t burst =
+      std::min<std::size_t>(l.burst + used, std::numeric_limits<std::uint32_t>::max());
+  lane next;
+  if (full) {
+    next.burst = static_cast<std::uint32_t>(burst);
+    next.growth = static_cast<std::uint8_t>(std::min<unsigned>(l.growth + 1u, s.max_growth));
+  } else {
+    while (next.growth < s.max_growth && s.room(next.growth) < burst) ++next.growth;
+  }
+  l = next;
   post_counted(*s.node, std::move(m));
 }
 
@@ -167,9 +180,9 @@ thread_lanes* lanes_of_this_thread(node_runtime& n) {
   s->node = &n;
   // The whole block (message object, header, records) takes the configured bytes, so
   // that it fills its size class exactly.
-  s->room = std::max<std::size_t>(n.process().settings().aggregate_bytes,
-                                  2 * sizeof(message) + sizeof(group_header)) -
-            sizeof(message);
+  s->block = std::max<std::size_t>(n.process().settings().aggregate_bytes,
+                                   2 * sizeof(message) + sizeof(group_header));
+  while ((2u << s->max_growth) <= n.process().settings().aggregate_growth) ++s->max_growth;
   s->destinations = n.size();
   s->lanes.resize(2 * static_cast<std::size_t>(n.size()));
   s->listed.resize(s->lanes.size());
@@ -225,9 +238,10 @@ void append_record(node_id dest, lane_order order, std::uint32_t handler, std::u
   lane* l = &s->lanes[index];
   const bool same_group = l->handler == handler && l->function == function;
   const std::size_t wanted = need + (same_group ? 0 : sizeof(group_header));
-  if (l->bundle && static_cast<std::size_t>(l->limit - l->cursor) < wanted) flush_lane(*s, index);
+  if (l->bundle && static_cast<std::size_t>(l->limit - l->cursor) < wanted)
+    flush_lane(*s, index, /*full=*/true);
   if (!l->bundle) {
-    const std::size_t room = std::max<std::size_t>(s->room, sizeof(group_header) + need);
+    const std::size_t room = std::max<std::size_t>(s->room(l->growth), sizeof(group_header) + need);
     message_ptr m = open_bundle(n, dest, room, order, s->serial);
     l->cursor = m->payload();
     l->limit = m->payload() + room;
@@ -246,6 +260,13 @@ void append_record(node_id dest, lane_order order, std::uint32_t handler, std::u
   }
   l->cursor = put_record(l->cursor, record, size, length_prefixed);
   ++l->count;
+}
+
+std::size_t next_bundle_room(node_id dest, lane_order order) noexcept {
+  const thread_lanes* s = tl_lanes;
+  if (!s || dest >= s->destinations) return 0;
+  return s->room(
+      s->lanes[2 * static_cast<std::size_t>(dest) + static_cast<unsigned>(order)].growth);
 }
 
 void flush_thread_lanes() noexcept {

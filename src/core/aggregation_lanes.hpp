@@ -15,9 +15,12 @@ namespace roam::detail {
 /// the thread's first channel message and owned by the node (freed with it).
 struct thread_lanes {
   node_runtime* node = nullptr;
-  std::uint32_t serial = 0;          ///< names this thread's ordered streams (from 1)
-  node_id destinations = 0;          ///< nodes of the job
-  std::size_t room = 0;              ///< bytes of records per bundle (config aggregate_bytes)
+  std::uint32_t serial = 0;     ///< names this thread's ordered streams (from 1)
+  node_id destinations = 0;     ///< nodes of the job
+  std::size_t block = 0;        ///< bytes of a bundle's block (config aggregate_bytes)
+  std::uint8_t max_growth = 0;  ///< log2 of config aggregate_growth
+  /// Bytes of records in a bundle of a lane at `growth`: its block fills a size class.
+  std::size_t room(unsigned growth) const noexcept { return (block << growth) - sizeof(message); }
   std::vector<lane> lanes;           ///< index 2 * dest + order
   std::vector<std::size_t> open;     ///< indices of lanes that may hold a bundle
   std::vector<std::uint8_t> listed;  ///< whether a lane's index is in `open`

@@ -1,6 +1,7 @@
 #include <roam/core/config.hpp>
 #include <roam/core/error.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
@@ -78,7 +79,9 @@ const std::vector<setting>& settings() {
          c.comm_thread = parse_bool(v, o);
        }},
       {"inline-bytes", "ROAM_INLINE_BYTES", "0..65536",
-       "largest payload sent inside the header message (default 512)", false,
+       "largest payload sent inside the header message (default 512; never below the "
+       "largest aggregation buffer up to 65536, so a full buffer is one message)",
+       false,
        [](config& c, std::string_view v, const std::string& o) {
          c.inline_bytes = parse_count(v, o, 0, 65536);
        }},
@@ -88,6 +91,17 @@ const std::vector<setting>& settings() {
        false,
        [](config& c, std::string_view v, const std::string& o) {
          c.aggregate_bytes = parse_count(v, o, 0, 16u << 20);
+       }},
+      {"aggregate-growth", "ROAM_AGGREGATE_GROWTH", "1|2|4|..|64",
+       "a buffer that keeps filling doubles, up to this many times --roam-aggregate-bytes; "
+       "1: fixed size (default 4)",
+       false,
+       [](config& c, std::string_view v, const std::string& o) {
+         const std::uint32_t g = parse_count(v, o, 1, 64);
+         if ((g & (g - 1)) != 0)
+           throw config_error("roam: invalid value '" + std::string(v) + "' for " + o +
+                              ": expected a power of two in [1, 64]");
+         c.aggregate_growth = g;
        }},
       {"lend-app-thread", "ROAM_LEND_APP_THREAD", "on|off",
        "a waiting application thread runs its node's work (default on)", true,
@@ -205,6 +219,15 @@ config config::from_args(int& argc, char** argv) {
   if (argc > 0) argv[out] = nullptr;
   argc = out;
   return c;
+}
+
+std::uint32_t config::frame_payload_bytes() const noexcept {
+  // Up to 64 KiB: every posted receive of the mpi transport holds a frame, and larger
+  // buffers gain little from saving one message each.
+  constexpr std::uint32_t largest_aggregated_frame = 65536;
+  const std::uint64_t largest_bundle = std::uint64_t{aggregate_bytes} * aggregate_growth;
+  return std::max(inline_bytes, static_cast<std::uint32_t>(std::min<std::uint64_t>(
+                                    largest_bundle, largest_aggregated_frame)));
 }
 
 std::string config::help_text() {

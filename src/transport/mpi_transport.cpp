@@ -3,7 +3,8 @@
 // One thread at a time drives MPI (a try-lock around progress(): a dedicated
 // communication thread, or whichever idle worker or waiting thread gets there first), so
 // MPI_THREAD_SERIALIZED suffices. Only non-blocking calls are used. Payloads up to the
-// inline threshold travel inside the header message; larger ones follow in a second
+// frame size (config::frame_payload_bytes: the inline threshold, raised to the size of
+// an aggregation buffer) travel inside the header message; larger ones follow in a second
 // message whose exact receive the receiver posts when the header arrives. Deliveries from
 // one source are released in arrival order of their headers, so a small message never
 // overtakes a large one sent before it (FIFO per source/destination pair).
@@ -17,6 +18,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <sstream>
@@ -47,7 +49,9 @@ std::string line_of(const std::string& text, std::size_t index) {
 class mpi_transport final : public transport {
  public:
   mpi_transport(const config& cfg, delivery_function deliver)
-      : inline_(cfg.inline_bytes), direct_sends_(!cfg.comm_thread), deliver_(std::move(deliver)) {
+      : inline_(cfg.frame_payload_bytes()),
+        direct_sends_(!cfg.comm_thread),
+        deliver_(std::move(deliver)) {
     int initialized = 0;
     MPI_Initialized(&initialized);
     int provided = 0;
@@ -314,6 +318,9 @@ class mpi_transport final : public transport {
   // posted receive is enough, and frames are handled in arrival order.
   void post_receive(std::size_t slot) {
     ring_[slot].block = message::allocate(inline_);
+    repost_receive(slot);
+  }
+  void repost_receive(std::size_t slot) {
     check(MPI_Irecv(ring_[slot].block->wire_data(), frame_bytes(), MPI_BYTE, MPI_ANY_SOURCE,
                     tag_header, comm_, &ring_[slot].request),
           "MPI_Irecv");
@@ -331,17 +338,30 @@ class mpi_transport final : public transport {
         int error_class = 0;
         MPI_Error_class(rc, &error_class);
         if (error_class == MPI_ERR_TRUNCATE)
-          fatal("received a frame larger than the " + std::to_string(frame_bytes()) +
-                "-byte header frame from node " + std::to_string(status.MPI_SOURCE) +
-                " (corrupt, or a peer with a different --roam-inline-bytes)");
+          fatal(
+              "received a frame larger than the " + std::to_string(frame_bytes()) +
+              "-byte header frame from node " + std::to_string(status.MPI_SOURCE) +
+              " (corrupt, or a peer with different --roam-inline-bytes or --roam-aggregate-bytes)");
         check(rc, "MPI_Test");
       }
       if (!flag) break;
       did = true;
       int count = 0;
       MPI_Get_count(&status, MPI_BYTE, &count);
-      message_ptr m = std::move(slot.block);
-      post_receive(ring_head_);
+      const auto bytes = static_cast<std::size_t>(count);
+      message_ptr m;
+      if (bytes <= sizeof(message_header) + pooled_payload_capacity &&
+          slot.block->capacity() > pooled_payload_capacity) {
+        // Frames are sized for a full aggregation bundle (config::frame_payload_bytes):
+        // a small message is copied into a pooled block and its frame posted again, which
+        // costs less than a fresh frame from the large-block cache.
+        m = message::allocate(bytes > sizeof(message_header) ? bytes - sizeof(message_header) : 0);
+        std::memcpy(m->wire_data(), slot.block->wire_data(), bytes);
+        repost_receive(ring_head_);
+      } else {
+        m = std::move(slot.block);
+        post_receive(ring_head_);
+      }
       ring_head_ = (ring_head_ + 1) % ring_.size();
       handle_frame(std::move(m), static_cast<std::size_t>(count), status.MPI_SOURCE);
     }

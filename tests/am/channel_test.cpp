@@ -4,8 +4,12 @@
 // off (ROAM_AGGREGATE_BYTES=0).
 #include <roam/roam.hpp>
 
+#include <roam/core/detail/aggregation.hpp>
+#include <roam/transport/message.hpp>
+
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -370,6 +374,55 @@ TEST(Channel, BusyWorkersStillReceive) {
         std::this_thread::sleep_for(100us);
     }
     roam::barrier();
+  });
+}
+
+// A buffer that fills before its thread idles doubles for the next bundle, up to
+// --roam-aggregate-growth times its size; after an idle moment (here roam::flush()) it is
+// sized to what the thread sent since the previous one. Checked on a worker, which has
+// buffers (the application thread sends each message on its own). With aggregation off
+// there are no buffers, and with growth 1 the size never changes.
+void check_buffer_growth(roam::node_id to, std::uint32_t aggregate_bytes, std::uint32_t growth) {
+  auto room = [to] {
+    return roam::detail::next_bundle_room(to, roam::detail::lane_order::ordered);
+  };
+  auto ch = roam::channel([](long v) { count(v); });
+  ch(to, 1L);
+  roam::flush();
+  if (aggregate_bytes == 0) {
+    EXPECT_EQ(room(), 0u);  // no buffers
+    return;
+  }
+  const std::size_t block = room() + sizeof(roam::detail::message);
+  auto room_at = [block](std::size_t factor) {
+    return block * factor - sizeof(roam::detail::message);
+  };
+  ASSERT_GE(block, aggregate_bytes);
+  // A stream of twice the largest buffer, without an idle moment: full bundles, doubling.
+  for (std::size_t i = 0; i < std::size_t{2} * growth * block / sizeof(long); ++i) ch(to, 1L);
+  EXPECT_EQ(room(), room_at(growth));
+  roam::flush();  // it sent more than the largest bundle holds: stays largest
+  EXPECT_EQ(room(), room_at(growth));
+  ch(to, 1L);  // one message between idle moments: back to the configured size
+  roam::flush();
+  EXPECT_EQ(room(), room_at(1));
+  // More than one buffer holds, less than one of twice the size (group headers included):
+  // one full bundle, then the rest at the flush; the next bundle holds all of it.
+  for (std::size_t i = 0; i < (room_at(1) + room_at(2)) / 2 / sizeof(long); ++i) ch(to, 1L);
+  roam::flush();
+  EXPECT_EQ(room(), room_at(std::min<std::uint32_t>(2, growth)));
+}
+
+TEST(Channel, BuffersGrowForAStreamAndShrinkAfterAnIdleMoment) {
+  reset_observations();
+  const roam::config cfg = roam::config::from_environment();
+  run_everywhere([&cfg] {
+    const roam::node_id to = (roam::this_node() + 1) % roam::num_nodes();
+    roam::call(roam::this_node(), check_buffer_growth, to, cfg.aggregate_bytes,
+               cfg.aggregate_growth)
+        .get();
+    roam::barrier();
+    roam::wait_quiescence();
   });
 }
 

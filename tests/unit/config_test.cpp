@@ -62,9 +62,27 @@ TEST(Config, InvalidValuesAreRejectedWithTheirName) {
   expect_error({"p", "--roam-comm-thread=maybe"}, "expected on|off");
   expect_error({"p", "--roam-inline-bytes"}, "needs a value");
   expect_error({"p", "--roam-nope"}, "unknown flag");
+  expect_error({"p", "--roam-aggregate-growth", "3"}, "power of two");
+  expect_error({"p", "--roam-aggregate-growth", "128"}, "[1, 64]");
   setenv("ROAM_SPIN_US", "soon", 1);
   expect_error({"p"}, "environment variable ROAM_SPIN_US");
   unsetenv("ROAM_SPIN_US");
+}
+
+// The mpi transport's frame holds a full aggregation bundle (up to 64 KiB) or the inline
+// threshold, whichever is larger.
+TEST(Config, TheFrameHoldsTheLargestBundle) {
+  roam::config c;
+  EXPECT_EQ(c.frame_payload_bytes(), 8192u * 4);  // defaults: 8 KiB buffers, growth 4
+  c.aggregate_growth = 1;
+  EXPECT_EQ(c.frame_payload_bytes(), 8192u);
+  c.inline_bytes = 20000;
+  EXPECT_EQ(c.frame_payload_bytes(), 20000u);
+  c.inline_bytes = 512;
+  c.aggregate_bytes = 1u << 20;
+  EXPECT_EQ(c.frame_payload_bytes(), 65536u);  // large buffers go split-phase
+  c.aggregate_bytes = 0;
+  EXPECT_EQ(c.frame_payload_bytes(), 512u);
 }
 
 TEST(Config, HelpListsEveryFlagAndVariable) {
@@ -72,6 +90,7 @@ TEST(Config, HelpListsEveryFlagAndVariable) {
   for (const char* name :
        {"--roam-transport", "ROAM_TRANSPORT", "--roam-nodes", "ROAM_NODES", "--roam-threads",
         "ROAM_THREADS", "--roam-comm-thread", "ROAM_COMM_THREAD", "--roam-inline-bytes",
-        "--roam-pin", "--roam-spin-us", "--roam-poll-us", "--roam-lend-app-thread"})
+        "--roam-pin", "--roam-spin-us", "--roam-poll-us", "--roam-lend-app-thread",
+        "--roam-aggregate-bytes", "--roam-aggregate-growth", "ROAM_AGGREGATE_GROWTH"})
     EXPECT_NE(help.find(name), std::string::npos) << name;
 }

@@ -27,12 +27,17 @@ struct config {
   /// Dedicated communication thread (mpi). Off: idle workers take communication duty
   /// in turn.
   bool comm_thread = false;
-  /// Payloads up to this many bytes travel inside the header message (mpi).
+  /// Payloads up to this many bytes travel inside the header message (mpi); the
+  /// threshold actually used is frame_payload_bytes(), which is never smaller.
   std::uint32_t inline_bytes = 512;
   /// Size of a per-destination aggregation buffer of channels (docs/guide/aggregation.md),
   /// in bytes: a buffer ships when it is full, when its thread goes idle or waits, and on
   /// roam::flush(). 0 ships every channel message at once.
   std::uint32_t aggregate_bytes = 8192;
+  /// A buffer that fills before its thread idles doubles for its next bundle, up to this
+  /// factor (a power of two; 1 keeps every buffer at aggregate_bytes). It shrinks back to
+  /// fit what its thread sends between idle moments.
+  std::uint32_t aggregate_growth = 4;
   /// A waiting application thread runs its node's work (on), or only waits (off).
   bool lend_app_thread = true;
   /// Pin workers to cores through hwloc.
@@ -68,6 +73,14 @@ struct config {
   static config from_environment();
   /// The table printed by --roam-help.
   static std::string help_text();
+
+  /// Payload bytes of one MPI frame (mpi transport): the larger of inline_bytes and the
+  /// largest bundle (aggregate_bytes x aggregate_growth), the latter counted up to 64 KiB.
+  /// A payload up to this size travels
+  /// in one MPI message with its header, so a full aggregation bundle never needs a second
+  /// one; larger payloads follow their header in a second message. Ranks must agree on
+  /// it (it is part of the binary fingerprint checked at start-up).
+  std::uint32_t frame_payload_bytes() const noexcept;
 };
 
 }  // namespace roam

@@ -11,6 +11,12 @@
 // fast path of a record is a few loads, a compare and a copy (ADR 24 says why this beats
 // buffers shared between threads).
 //
+// Buffers adapt to the traffic (config::aggregate_growth): a lane whose bundle fills
+// before its thread idles doubles the next one, and a lane emptied by an idle moment sizes
+// the next one to what the thread sent since the previous such moment. A stream of
+// messages so travels in a few large bundles (fewer MPI messages, each carrying more),
+// while occasional messages keep small buffers.
+//
 // A bundle is counted for quiescence when it is opened, so quiescence cannot be observed
 // while records wait in a lane; lanes are flushed when full, when their thread finds no
 // work or waits (including a handler that suspends), on roam::flush(), and before a
@@ -53,6 +59,8 @@ struct lane {
   std::uint64_t function = 0;   ///< function token of the open group
   std::byte* group = nullptr;   ///< header of the open group
   message* bundle = nullptr;    ///< the open bundle (owned)
+  std::uint32_t burst = 0;      ///< record bytes shipped full since the lane last emptied
+  std::uint8_t growth = 0;      ///< the next bundle's block is aggregate_bytes << growth
 };
 
 /// The calling thread's lane to `dest` on the node it belongs to, or nullptr when the
@@ -85,6 +93,10 @@ inline std::byte* reserve_fixed_record(node_id dest, lane_order order, std::uint
   }
   return nullptr;
 }
+
+/// Record bytes the calling thread's next bundle to `dest` will hold (0: the thread has no
+/// lanes). For tests of the buffers' growth.
+std::size_t next_bundle_room(node_id dest, lane_order order) noexcept;
 
 /// Ships every open bundle of the calling thread (no-op when it has none).
 void flush_thread_lanes() noexcept;
