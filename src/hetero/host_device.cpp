@@ -86,11 +86,14 @@ class host_device final : public device {
     const auto strips = static_cast<unsigned>(
         std::min<std::size_t>(dims.group_count(), std::max<std::size_t>(workers_.size(), 1)));
     run->strips_left.store(strips, std::memory_order_relaxed);
-    // The launch completes when its last strip finishes; issue() must not complete it.
+    // The launch completes when its last strip finishes; issue() must not complete it. The
+    // pool thread that starts the launch runs one strip itself: handing it to another thread
+    // would cost a wake-up per launch, and a small kernel (one group) would pay it alone.
     return issue(queue, after,
                  [this, run, strips](const std::shared_ptr<device_event_state>& state) {
                    run->state = state;
-                   for (unsigned i = 0; i < strips; ++i) push([run] { run->strip(); });
+                   for (unsigned i = 1; i < strips; ++i) push([run] { run->strip(); });
+                   run->strip();
                  });
   }
 
