@@ -49,7 +49,7 @@ std::string line_of(const std::string& text, std::size_t index) {
 class mpi_transport final : public transport {
  public:
   mpi_transport(const config& cfg, delivery_function deliver)
-      : inline_(cfg.frame_payload_bytes()),
+      : frame_payload_(cfg.frame_payload_bytes()),
         direct_sends_(!cfg.comm_thread),
         deliver_(std::move(deliver)) {
     int initialized = 0;
@@ -243,7 +243,7 @@ class mpi_transport final : public transport {
 
   void start_send(message* m) {
     const int dest = static_cast<int>(m->header.dest);
-    if (m->header.payload_size <= inline_) {
+    if (m->header.payload_size <= frame_payload_) {
       post_isend(m->wire_data(), static_cast<int>(m->wire_size()), dest, tag_header,
                  new_slot(m, 1));
     } else {
@@ -317,7 +317,7 @@ class mpi_transport final : public transport {
   // source, so MPI matches them to the receives in posting order: testing the oldest
   // posted receive is enough, and frames are handled in arrival order.
   void post_receive(std::size_t slot) {
-    ring_[slot].block = message::allocate(inline_);
+    ring_[slot].block = message::allocate(frame_payload_);
     repost_receive(slot);
   }
   void repost_receive(std::size_t slot) {
@@ -325,7 +325,9 @@ class mpi_transport final : public transport {
                     tag_header, comm_, &ring_[slot].request),
           "MPI_Irecv");
   }
-  int frame_bytes() const noexcept { return static_cast<int>(sizeof(message_header) + inline_); }
+  int frame_bytes() const noexcept {
+    return static_cast<int>(sizeof(message_header) + frame_payload_);
+  }
 
   bool receive() {
     bool did = false;
@@ -338,10 +340,10 @@ class mpi_transport final : public transport {
         int error_class = 0;
         MPI_Error_class(rc, &error_class);
         if (error_class == MPI_ERR_TRUNCATE)
-          fatal(
-              "received a frame larger than the " + std::to_string(frame_bytes()) +
-              "-byte header frame from node " + std::to_string(status.MPI_SOURCE) +
-              " (corrupt, or a peer with different --roam-inline-bytes or --roam-aggregate-bytes)");
+          fatal("received a frame larger than the " + std::to_string(frame_bytes()) +
+                "-byte header frame from node " + std::to_string(status.MPI_SOURCE) +
+                " (corrupt, or a peer with different --roam-inline-bytes, --roam-aggregate-bytes "
+                "or --roam-aggregate-growth)");
         check(rc, "MPI_Test");
       }
       if (!flag) break;
@@ -363,7 +365,7 @@ class mpi_transport final : public transport {
         post_receive(ring_head_);
       }
       ring_head_ = (ring_head_ + 1) % ring_.size();
-      handle_frame(std::move(m), static_cast<std::size_t>(count), status.MPI_SOURCE);
+      handle_frame(std::move(m), bytes, status.MPI_SOURCE);
     }
     return did;
   }
@@ -377,7 +379,7 @@ class mpi_transport final : public transport {
     if (h.payload_size != payload) {
       // A header alone announcing a large payload starts a split-phase receive; anything
       // else is a truncated or corrupt frame. Check the header before trusting its size.
-      bool split = payload == 0 && h.payload_size > inline_ && h.magic == message_magic &&
+      bool split = payload == 0 && h.payload_size > frame_payload_ && h.magic == message_magic &&
                    h.checksum == header_checksum(h) &&
                    h.payload_size <= static_cast<std::uint64_t>(INT_MAX);
       if (!split)
@@ -428,7 +430,7 @@ class mpi_transport final : public transport {
   int rank_ = 0, size_ = 1;
   unsigned host_processes_ = 1;
   unsigned host_index_ = 0;
-  const std::uint32_t inline_;
+  const std::uint32_t frame_payload_;  ///< config::frame_payload_bytes(): inline up to this
   const bool direct_sends_;
   delivery_function deliver_;
 

@@ -76,10 +76,10 @@ struct config {
 
   /// Payload bytes of one MPI frame (mpi transport): the larger of inline_bytes and the
   /// largest bundle (aggregate_bytes x aggregate_growth), the latter counted up to 64 KiB.
-  /// A payload up to this size travels
-  /// in one MPI message with its header, so a full aggregation bundle never needs a second
-  /// one; larger payloads follow their header in a second message. Ranks must agree on
-  /// it (it is part of the binary fingerprint checked at start-up).
+  /// A payload up to this size travels in one MPI message with its header, so a full
+  /// aggregation bundle needs no second one; larger payloads follow their header in a
+  /// second message. Ranks must agree on it (it is part of the binary fingerprint checked
+  /// at start-up).
   std::uint32_t frame_payload_bytes() const noexcept;
 };
 
