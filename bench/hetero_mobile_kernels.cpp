@@ -17,18 +17,6 @@ ROAM_KERNEL(jacobi_step,
                        (1.0 / 6.0);
             })
 
-ROAM_KERNEL(copy_plane_out,
-            (roam_global const double* grid, roam_global double* plane, int count, int k), {
-              const int g = (int)roam_global_id(0);
-              if (g < count) plane[g] = grid[k * count + g];
-            })
-
-ROAM_KERNEL(copy_plane_in,
-            (roam_global double* grid, roam_global const double* plane, int count, int k), {
-              const int g = (int)roam_global_id(0);
-              if (g < count) grid[k * count + g] = plane[g];
-            })
-
 ROAM_KERNEL(bounce_increment, (roam_global unsigned* x, int n), {
   const int i = (int)roam_global_id(0);
   if (i < n) x[i] += 1u;

@@ -8,9 +8,5 @@
 // with one halo plane on each side; points on the x and y faces keep their values.
 // Arguments: (const double* in, double* out, int nx, int ny, int nz).
 ROAM_DECLARE_KERNEL(jacobi_step);
-// plane = grid's plane k. Arguments: (const double* grid, double* plane, int count, int k).
-ROAM_DECLARE_KERNEL(copy_plane_out);
-// grid's plane k = plane. Arguments: (double* grid, const double* plane, int count, int k).
-ROAM_DECLARE_KERNEL(copy_plane_in);
 // x[i] += 1 for i < n. Arguments: (unsigned* x, int n).
 ROAM_DECLARE_KERNEL(bounce_increment);

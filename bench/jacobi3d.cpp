@@ -3,10 +3,11 @@
 // - MPI: one slab per rank, the hand-written loop of MPI+device codes: copy the two boundary
 //   planes to the host, exchange them (MPI_Irecv/Isend/Waitall), copy the arrived halos to the
 //   device, run the stencil, wait; repeat. Nothing overlaps.
-// - roam: each rank's slab over-decomposed into `od` mobile objects. A block sends its boundary
-//   planes (hetero objects) to its neighbours' halo() handler and computes as soon as both of
-//   its halos arrived; with od = 2 one block's transfers and messages overlap the other's
-//   stencil.
+// - roam: each rank's slab over-decomposed into `od` mobile objects. A block reads its boundary
+//   planes straight from its device copy into message buffers (hetero_object::read_range), sends
+//   them to its neighbours' halo() handler, which writes each straight into the device copy
+//   (write_range), and computes as soon as both of its halos arrived; with od = 2 one block's
+//   transfers and messages overlap the other's stencil.
 // Both end with the same field (checksums compared; WRONG otherwise).
 //
 //   ./run bench jacobi3d [--backend opencl|host|cuda] [--nx 96 --ny 96 --nz 96] (per rank)
@@ -132,20 +133,18 @@ roam::promise<void>* blocks_done = nullptr;  // this rank's blocks all finished
 
 struct jacobi_block {
   std::array<roam::hetero_object<double>, 2> grid;
-  roam::hetero_object<double> low_plane, high_plane;  // what this block sends
   roam::mobile_ptr<jacobi_block> below, above;
   int nx = 0, ny = 0, nz = 0, iterations = 0;
   int cur = 0, iteration = 0;
   bool started = false;
   // Halos by iteration parity (a neighbour runs at most one iteration ahead): [parity][side],
   // side 0 from below, 1 from above.
-  std::array<std::array<roam::hetero_object<double>, 2>, 2> arrived;
+  std::array<std::array<roam::buffer<double>, 2>, 2> arrived;
   std::array<int, 2> arrived_count{};
 
   template <class Ar>
   void serialize(Ar& ar) {
-    ar(grid, low_plane, high_plane, below, above, nx, ny, nz, iterations, cur, iteration, started,
-       arrived, arrived_count);
+    ar(grid, below, above, nx, ny, nz, iterations, cur, iteration, started, arrived, arrived_count);
   }
 
   jacobi_block() = default;
@@ -153,8 +152,6 @@ struct jacobi_block {
       : nx(p.nx), ny(p.ny), nz(planes), iterations(p.iterations) {
     const auto field = initial_block(p, planes, bottom_of_grid);
     for (auto& g : grid) g = roam::hetero_object<double>(std::span<const double>(field));
-    low_plane = roam::hetero_object<double>(p.plane());
-    high_plane = roam::hetero_object<double>(p.plane());
   }
 
   void connect(roam::mobile_ptr<jacobi_block> lower, roam::mobile_ptr<jacobi_block> upper) {
@@ -162,7 +159,9 @@ struct jacobi_block {
     above = upper;
   }
   [[nodiscard]] int neighbours() const { return (below ? 1 : 0) + (above ? 1 : 0); }
-  [[nodiscard]] int plane_count() const { return nx * ny; }
+  [[nodiscard]] std::size_t plane_count() const {
+    return static_cast<std::size_t>(nx) * static_cast<std::size_t>(ny);
+  }
 
   // Halos may arrive before start(): the block computes nothing until it has sent its own.
   void start() {
@@ -171,7 +170,7 @@ struct jacobi_block {
     advance();
   }
 
-  void halo(int for_iteration, int side, roam::hetero_object<double> plane) {
+  void halo(int for_iteration, int side, roam::buffer<double> plane) {
     const int parity = for_iteration % 2;
     arrived[parity][side] = std::move(plane);
     ++arrived_count[parity];
@@ -181,46 +180,51 @@ struct jacobi_block {
   [[nodiscard]] double checksum() {
     auto values = grid[cur].to_vector();
     double sum = 0;
-    for (std::size_t c = static_cast<std::size_t>(plane_count());
-         c < static_cast<std::size_t>(plane_count()) * static_cast<std::size_t>(nz + 1); ++c)
+    for (std::size_t c = plane_count(); c < plane_count() * static_cast<std::size_t>(nz + 1); ++c)
       sum += values[c];
     return sum;
   }
 
  private:
-  // Both planes are extracted before either is sent: packing a plane waits for its copy to the
-  // host, and the second copy then runs during the first wait.
+  // Both reads are issued before either is waited for, so the second transfer runs during the
+  // first wait (which suspends this handler, not its worker). The buffers become the messages.
   void send_halos() {
-    const int count = plane_count();
-    if (below)
-      roam::hetero_task(copy_plane_out, dims_for(count), roam::in(grid[cur]), roam::out(low_plane),
-                        count, 1)
-          .submit();
-    if (above)
-      roam::hetero_task(copy_plane_out, dims_for(count), roam::in(grid[cur]), roam::out(high_plane),
-                        count, nz)
-          .submit();
-    if (below) below.send<&jacobi_block::halo>(iteration, 1, low_plane);
-    if (above) above.send<&jacobi_block::halo>(iteration, 0, high_plane);
+    const std::size_t count = plane_count();
+    roam::buffer<double> low, high;
+    roam::hetero_future<void> low_read, high_read;
+    if (below) {
+      low = roam::buffer<double>(count);
+      low_read = grid[cur].read_range(count, low.span());  // plane 1
+    }
+    if (above) {
+      high = roam::buffer<double>(count);
+      high_read = grid[cur].read_range(count * static_cast<std::size_t>(nz), high.span());
+    }
+    if (below) {
+      low_read.wait();
+      below.send<&jacobi_block::halo>(iteration, 1, std::move(low));
+    }
+    if (above) {
+      high_read.wait();
+      above.send<&jacobi_block::halo>(iteration, 0, std::move(high));
+    }
   }
 
   // Computes every iteration whose halos are all here.
   void advance() {
-    const int count = plane_count();
+    const std::size_t count = plane_count();
     while (started && iteration < iterations && arrived_count[iteration % 2] == neighbours()) {
       const int parity = iteration % 2;
       arrived_count[parity] = 0;
-      if (below)
-        roam::hetero_task(copy_plane_in, dims_for(count), roam::inout(grid[cur]),
-                          roam::in(arrived[parity][0]), count, 0)
-            .submit();
+      // Each halo goes straight into the device copy (the source is copied before the call
+      // returns), ordered before the stencil that reads it.
+      if (below) (void)grid[cur].write_range(0, arrived[parity][0].span());
       if (above)
-        roam::hetero_task(copy_plane_in, dims_for(count), roam::inout(grid[cur]),
-                          roam::in(arrived[parity][1]), count, nz + 1)
-            .submit();
+        (void)grid[cur].write_range(count * static_cast<std::size_t>(nz + 1),
+                                    arrived[parity][1].span());
       arrived[parity] = {};
       // inout: the halo planes of the other grid (the fixed face) must stay as they are.
-      roam::hetero_task(jacobi_step, dims_for(static_cast<std::size_t>(count) * nz),
+      roam::hetero_task(jacobi_step, dims_for(count * static_cast<std::size_t>(nz)),
                         roam::in(grid[cur]), roam::inout(grid[1 - cur]), nx, ny, nz)
           .submit();
       cur = 1 - cur;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 namespace roam::detail {
@@ -37,6 +38,43 @@ std::vector<std::pair<hetero_object_state*, data_access>> unique_objects(
 
 void drop_finished(std::vector<device_event>& events) {
   std::erase_if(events, [](const device_event& e) { return e.ready(); });
+}
+
+/// Completes when every one of `events` has: with the first failure among them when
+/// `carry_failure`, successfully otherwise. Never earlier, even after a failure: what waits for
+/// it may free memory the others still use.
+device_event when_all(const std::vector<device_event>& events, bool carry_failure) {
+  if (events.size() == 1 && carry_failure) return events.front();
+  auto all = std::make_shared<device_event_state>();
+  if (events.empty()) {
+    all->complete();
+    return device_event(std::move(all));
+  }
+  struct progress {
+    std::atomic<std::size_t> left;
+    std::mutex mutex;
+    std::exception_ptr failure;
+  };
+  auto shared = std::make_shared<progress>();
+  shared->left = events.size();
+  for (const auto& event : events) {
+    event.on_complete([all, shared, carry_failure, state = std::weak_ptr(event.state())] {
+      if (carry_failure) {
+        if (auto failure = device_event(state.lock()).error()) {
+          std::lock_guard lock(shared->mutex);
+          if (!shared->failure) shared->failure = failure;
+        }
+      }
+      if (shared->left.fetch_sub(1) != 1) return;
+      std::exception_ptr failure;
+      {
+        std::lock_guard lock(shared->mutex);
+        failure = shared->failure;
+      }
+      all->complete(failure);
+    });
+  }
+  return device_event(std::move(all));
 }
 
 bool has_form(const kernel& k, backend b) {
@@ -239,7 +277,7 @@ void hetero_engine::submit(const std::shared_ptr<hetero_task_state>& task) {
     // such event: its dependents wait for its release. Neither can remove_from_devices() go
     // early: it frees copies only when no task still pins them.
     auto order_after = [&](const std::shared_ptr<hetero_task_state>& on) {
-      if (!on || on->function == nullptr || task->evict_when_granted) {
+      if (!on || is_host_request(*on) || task->evict_when_granted) {
         depend_on(on);
         return;
       }
@@ -528,6 +566,7 @@ device_event hetero_engine::fetch_to_host(hetero_object_state& object) {
 hetero_engine::attempt_result hetero_engine::attempt(
     const std::shared_ptr<hetero_task_state>& task) {
   try {
+    if (task->range) return attempt_range(task);
     const int device_index = task->device.load();
     const bool host_request = task->function == nullptr;
     const int space = host_request ? 0 : spaces_[device_index];
@@ -619,6 +658,113 @@ hetero_engine::attempt_result hetero_engine::attempt(
   }
 }
 
+// ---- range copies ----------------------------------------------------------------------------
+
+device_event hetero_engine::copy_range(const std::shared_ptr<hetero_object_state>& object,
+                                       bool write, std::size_t offset, std::size_t bytes,
+                                       void* data) {
+  auto task = new_task();
+  task->implicit = true;  // ordered like a task of its access, whatever the default
+  range_copy range;
+  range.write = write;
+  range.offset = offset;
+  range.bytes = bytes;
+  {
+    std::lock_guard lock(mutex_);
+    if (write || host_pool_->page_locked()) range.staging = host_pool_->allocate(bytes);
+  }
+  if (write) {
+    std::memcpy(range.staging, data, bytes);  // the caller may reuse its memory at once
+  } else {
+    range.user = data;
+  }
+  task->range = range;
+  task_argument argument;
+  argument.object = object;
+  argument.access = write ? data_access::read_write : data_access::read;
+  task->arguments.push_back(std::move(argument));
+  submit(task);
+  return device_event(task->finished);
+}
+
+hetero_engine::attempt_result hetero_engine::attempt_range(
+    const std::shared_ptr<hetero_task_state>& task) {
+  auto& range = *task->range;
+  auto* object = task->objects.front().first;
+  auto& host = object->copies[0];
+  auto* host_bytes = static_cast<std::byte*>(object->host) + range.offset;
+  std::vector<device_event> issued;
+  auto note_transfer = [&](memory_copy& copy) {
+    copy.last_use = ++clock_;
+    ++statistics_.range_transfers;
+    statistics_.range_bytes += range.bytes;
+  };
+  if (!range.write) {
+    if (host.state != coherence::invalid) {
+      // The host's copy is valid once what writes it (a fetch from a device) is done.
+      if (defer_until(task, {host.ready}, nullptr)) return attempt_result::deferred;
+      std::memcpy(range.user, host_bytes, range.bytes);
+      if (range.staging != nullptr) host_pool_->release(range.staging, range.bytes);
+      range.staging = nullptr;
+    } else {
+      // Straight from the device holding the newest copy: only these bytes move, and no copy
+      // changes state.
+      const int space = valid_device_space(*object);
+      auto& copy = object->copies[space];
+      auto* d = device_of_space(space);
+      if (defer_until(task, {copy.ready}, d)) return attempt_result::deferred;
+      auto e = d->copy_to_host(device_queue::device_to_host(),
+                               range.staging != nullptr ? range.staging : range.user, copy.buffer,
+                               range.offset, range.bytes, std::span(&copy.ready, 1));
+      drop_finished(copy.readers);
+      copy.readers.push_back(e);
+      note_transfer(copy);
+      issued.push_back(std::move(e));
+    }
+  } else {
+    // Every valid copy takes the bytes, so no state changes (a device-resident object stays
+    // there). What still reads or writes a copy's old contents ends first: on a device by the
+    // transfer waiting for it there, on the host before the memcpy. All waits are checked
+    // before anything is written, so a deferred attempt has changed nothing.
+    if (host.state != coherence::invalid && defer_until(task, pending_on(host), nullptr))
+      return attempt_result::deferred;
+    for (std::size_t space = 1; space < object->copies.size(); ++space) {
+      auto& copy = object->copies[space];
+      if (copy.state != coherence::invalid &&
+          defer_until(task, pending_on(copy), device_of_space(static_cast<int>(space))))
+        return attempt_result::deferred;
+    }
+    if (host.state != coherence::invalid) std::memcpy(host_bytes, range.staging, range.bytes);
+    for (std::size_t space = 1; space < object->copies.size(); ++space) {
+      auto& copy = object->copies[space];
+      if (copy.state == coherence::invalid) continue;
+      auto* d = device_of_space(static_cast<int>(space));
+      auto e = d->copy_to_device(device_queue::host_to_device(), copy.buffer, range.offset,
+                                 range.staging, range.bytes, pending_on(copy));
+      copy.ready = e;
+      copy.readers.clear();  // e waited for them
+      note_transfer(copy);
+      issued.push_back(std::move(e));
+    }
+  }
+  task->phase = task_phase::running;
+  release(task->launch_dependents);
+  if (issued.empty()) {
+    finish(task, nullptr);
+  } else {
+    notify_when_done(when_all(issued, true), task->id, true);
+  }
+  return attempt_result::started;
+}
+
+void hetero_engine::end_range(hetero_task_state& task, const std::exception_ptr& failure) {
+  auto& range = *task.range;
+  if (range.staging == nullptr) return;
+  if (!range.write && !failure) std::memcpy(range.user, range.staging, range.bytes);
+  host_pool_->release(range.staging, range.bytes);
+  range.staging = nullptr;
+}
+
 // ---- host requests ---------------------------------------------------------------------------
 
 hetero_future<void*> hetero_engine::request_host(const std::shared_ptr<hetero_object_state>& object,
@@ -650,15 +796,8 @@ device_event hetero_engine::tasks_done(const hetero_object_state& object) const 
     }
   }
   if (pending.empty()) return device_event::completed();
-  // Completes when the last of them does; their failures are theirs to report, not this wait's.
-  auto all = std::make_shared<device_event_state>();
-  auto left = std::make_shared<std::atomic<std::size_t>>(pending.size());
-  for (const auto& event : pending) {
-    event.on_complete([all, left] {
-      if (left->fetch_sub(1) == 1) all->complete();
-    });
-  }
-  return device_event(std::move(all));
+  // Their failures are theirs to report, not this wait's.
+  return when_all(pending, false);
 }
 
 void hetero_engine::grant(const std::shared_ptr<hetero_task_state>& task) {
@@ -735,16 +874,20 @@ void hetero_engine::finish(std::shared_ptr<hetero_task_state> task,
   }
   if (task->function != nullptr && device_index >= 0 && task->phase != task_phase::runnable)
     --in_flight_[device_index];
-  if (failure && device_index >= 0 && task->function != nullptr) {
+  if (failure && ((device_index >= 0 && task->function != nullptr) || task->range)) {
     // The failed operation's event must not poison later work on these copies (a backend fails
     // operations that wait for a failed one): their contents are undefined, their order kept.
-    const int space = spaces_[device_index];
+    // A range copy may have worked on every space.
     for (auto [object, access] : task->objects) {
-      auto& copy = object->copies[space];
-      if (copy.ready.error()) copy.ready = device_event();
-      std::erase_if(copy.readers, [](const device_event& e) { return e.error() != nullptr; });
+      for (std::size_t space = 0; space < object->copies.size(); ++space) {
+        if (!task->range && static_cast<int>(space) != spaces_[device_index]) continue;
+        auto& copy = object->copies[space];
+        if (copy.ready.error()) copy.ready = device_event();
+        std::erase_if(copy.readers, [](const device_event& e) { return e.error() != nullptr; });
+      }
     }
   }
+  if (task->range) end_range(*task, failure);
   task->phase = task_phase::complete;
   active_.erase(task->id);
   ++statistics_.tasks_completed;
@@ -772,7 +915,7 @@ void hetero_engine::release(std::vector<std::shared_ptr<hetero_task_state>>& dep
 void hetero_engine::fail(std::shared_ptr<hetero_task_state> task,
                          const std::exception_ptr& failure) {
   runnable_.erase(task->id);
-  if (task->function == nullptr && !task->arguments.empty())
+  if (is_host_request(*task) && !task->arguments.empty())
     std::erase(task->arguments.front().object->host_requests, task);
   finish(std::move(task), failure);
 }

@@ -69,6 +69,18 @@ enum class task_phase : std::uint8_t {
   complete
 };
 
+/// A copy between part of an object and host memory (hetero_object::read_range and
+/// write_range): a task with no kernel and no device to place it on, which works on the copies
+/// that are valid where they are.
+struct range_copy {
+  bool write = false;
+  std::size_t offset = 0;  ///< bytes into the object
+  std::size_t bytes = 0;
+  void* user = nullptr;     ///< a read's destination (the caller's memory)
+  void* staging = nullptr;  ///< from the host pool: a write's copy of its source; a read's landing
+                            ///< place when the pool is page-locked (devices copy faster from it)
+};
+
 struct task_argument {
   std::shared_ptr<hetero_object_state> object;  ///< null for a value
   data_access access = data_access::read;
@@ -102,7 +114,13 @@ struct hetero_task_state {
   std::shared_ptr<device_event_state> finished = make_pooled<device_event_state>();
   std::shared_ptr<device_event_state> granted;  ///< host requests: the view is ready
   std::vector<int> eligible;
+  std::optional<range_copy> range;
 };
+
+/// Host requests are the tasks with neither a kernel nor a range copy.
+inline bool is_host_request(const hetero_task_state& task) {
+  return task.function == nullptr && !task.range;
+}
 
 class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
  public:
@@ -126,6 +144,11 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   hetero_future<void*> request_host(const std::shared_ptr<hetero_object_state>& object,
                                     data_access access, bool evict_when_granted);
   void release_host(hetero_object_state& object);
+  /// hetero_object::read_range (write false: `data` receives the bytes, and must stay valid until
+  /// the returned event completes) and write_range (write true: `data` is copied before this
+  /// returns). `offset` and `bytes` are within the object (the caller checks).
+  device_event copy_range(const std::shared_ptr<hetero_object_state>& object, bool write,
+                          std::size_t offset, std::size_t bytes, void* data);
   /// Completes once every task and host request submitted on `object` so far has finished.
   [[nodiscard]] device_event tasks_done(const hetero_object_state& object) const;
   void wait_all();
@@ -154,6 +177,9 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   void release(std::vector<std::shared_ptr<hetero_task_state>>& dependents);
   void place(const std::shared_ptr<hetero_task_state>& task, int device_index);
   attempt_result attempt(const std::shared_ptr<hetero_task_state>& task);
+  attempt_result attempt_range(const std::shared_ptr<hetero_task_state>& task);
+  /// The engine's side of finishing a range copy: a staged read lands in the caller's memory.
+  void end_range(hetero_task_state& task, const std::exception_ptr& failure);
   bool reserve_copies(hetero_task_state& task, int space);
   bool make_room(int space, std::size_t bytes, const hetero_task_state& user);
   void evict_copy(hetero_object_state& object, int space);

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <charconv>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 
 #include "hetero_engine.hpp"
@@ -128,6 +129,21 @@ hetero_future<void*> request_host_access(const std::shared_ptr<hetero_object_sta
 }
 
 void release_host_access(hetero_object_state& object) { object.engine->release_host(object); }
+
+device_event copy_range(const std::shared_ptr<hetero_object_state>& object,
+                        std::size_t element_size, std::size_t size, bool write, std::size_t first,
+                        std::size_t count, void* data) {
+  const char* what = write ? "write_range" : "read_range";
+  if (!object) throw device_error(std::string("roam: ") + what + "() on an empty hetero_object");
+  if (first > size || count > size - first) {
+    throw std::out_of_range(std::string("roam: hetero_object::") + what + "() of elements [" +
+                            std::to_string(first) + ", " + std::to_string(first + count) +
+                            ") of an object of " + std::to_string(size) + " elements");
+  }
+  if (count == 0) return device_event::completed();
+  return object->engine->copy_range(object, write, first * element_size, count * element_size,
+                                    data);
+}
 
 device_event tasks_done(const hetero_object_state& object) {
   return object.engine->tasks_done(object);

@@ -12,6 +12,8 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -328,12 +330,133 @@ TEST(Coherence, RandomSequencesMatchAHostReplay) {
       auto view = data[y].request(roam::data_access::read).get();
       ASSERT_TRUE(std::equal(view.begin(), view.end(), replay[y].begin())) << "step " << step;
       data[y].release();
+    } else if (step % 3 != 2) {  // a range: read (waited for) or write (not waited for)
+      const auto first = static_cast<std::ptrdiff_t>(random() % n);
+      const auto count = static_cast<std::size_t>(random() % (n - first) + 1);
+      const auto at = static_cast<std::size_t>(first);
+      std::vector<unsigned> part(count);
+      if (step % 3 == 0) {
+        data[y].read_range(at, std::span(part)).wait();
+        ASSERT_TRUE(std::equal(part.begin(), part.end(), replay[y].begin() + first)) << step;
+      } else {
+        for (auto& v : part) v = random();
+        (void)data[y].write_range(at, std::span<const unsigned>(part));
+        std::copy(part.begin(), part.end(), replay[y].begin() + first);
+      }
     } else {
       data[y].remove_from_devices();
     }
   }
   rt.wait_all();
   for (int o = 0; o < objects; ++o) EXPECT_EQ(data[o].to_vector(), replay[o]) << "object " << o;
+}
+
+// ---- range copies ------------------------------------------------------------------------------
+
+TEST(RangeCopies, ReadAPartStraightFromTheDeviceWithoutChangingStates) {
+  roam::hetero_runtime rt(test_options());
+  const int gpu = discrete_device(rt);
+  roam::hetero_object<unsigned> x(1000, 0u);
+  const auto before = rt.statistics();
+  roam::hetero_task(fill, roam::launch_dims::linear(1000, 64), roam::out(x), 5u, 1000)
+      .on_device(gpu)
+      .submit();
+  roam::hetero_task(increment, roam::launch_dims::linear(1000, 64), roam::inout(x), 1000)
+      .on_device(gpu)
+      .submit();
+  std::vector<unsigned> part(10, 0u);
+  const auto read = x.read_range(100, std::span(part));  // after the increment
+  // A later writer waits for the read: the read sees 6, never 9.
+  roam::hetero_task(fill, roam::launch_dims::linear(1000, 64), roam::out(x), 9u, 1000)
+      .on_device(gpu)
+      .submit();
+  read.wait();
+  EXPECT_EQ(part, std::vector<unsigned>(10, 6u));
+  rt.wait_all();
+  EXPECT_EQ(x.state_on(gpu), roam::coherence::modified);
+  EXPECT_EQ(x.state_on_host(), roam::coherence::invalid) << "the read fetched the whole object";
+  const auto after = rt.statistics();
+  EXPECT_EQ(after.copies_to_host, before.copies_to_host);
+  EXPECT_EQ(after.copies_to_device, before.copies_to_device);
+  EXPECT_EQ(after.range_transfers, before.range_transfers + 1);
+  EXPECT_EQ(after.range_bytes, before.range_bytes + 10 * sizeof(unsigned));
+  x.read_range(990, std::span(part)).wait();
+  EXPECT_EQ(part, std::vector<unsigned>(10, 9u));
+}
+
+TEST(RangeCopies, WriteAPartIntoEveryValidCopy) {
+  roam::hetero_runtime rt(test_options());
+  const int gpu = discrete_device(rt);
+  roam::hetero_object<unsigned> x(1000, 1u);
+  roam::hetero_task(increment, roam::launch_dims::linear(1000, 64), roam::inout(x), 1000)
+      .on_device(gpu)
+      .submit()
+      .wait();  // x = 2, valid on the device only
+  const auto before = rt.statistics();
+  const std::vector<unsigned> sevens(3, 7u);
+  (void)x.write_range(10, std::span(sevens));
+  // Ordered before the next task, and the object stays on the device.
+  roam::hetero_task(increment, roam::launch_dims::linear(1000, 64), roam::inout(x), 1000)
+      .on_device(gpu)
+      .submit()
+      .wait();
+  EXPECT_EQ(x.state_on(gpu), roam::coherence::modified);
+  EXPECT_EQ(x.state_on_host(), roam::coherence::invalid);
+  auto middle = rt.statistics();
+  EXPECT_EQ(middle.copies_to_device, before.copies_to_device) << "the write moved the object";
+  EXPECT_EQ(middle.copies_to_host, before.copies_to_host);
+  EXPECT_EQ(middle.range_transfers, before.range_transfers + 1);
+  auto expected = std::vector<unsigned>(1000, 3u);
+  std::fill(expected.begin() + 10, expected.begin() + 13, 8u);
+  EXPECT_EQ(x.to_vector(), expected);  // both copies Shared from here on
+
+  // Shared on the host and the device: both take the bytes, both stay valid.
+  middle = rt.statistics();
+  const std::vector<unsigned> hundred{100u};
+  const auto write = x.write_range(999, std::span(hundred));
+  EXPECT_EQ(x.to_vector()[999], 100u) << "a later host read came before the write";
+  write.wait();
+  EXPECT_EQ(x.state_on_host(), roam::coherence::shared);
+  EXPECT_EQ(x.state_on(gpu), roam::coherence::shared);
+  EXPECT_EQ(rt.statistics().copies_to_host, middle.copies_to_host);
+  roam::hetero_task(increment, roam::launch_dims::linear(1000, 64), roam::inout(x), 1000)
+      .on_device(gpu)
+      .submit();  // reads the device's copy, which must hold the write too
+  EXPECT_EQ(x.to_vector()[999], 101u);
+  EXPECT_EQ(rt.statistics().copies_to_device, middle.copies_to_device);
+}
+
+TEST(RangeCopies, OrderWithHeldRequestsAndCheckBounds) {
+  roam::hetero_runtime rt(test_options());
+  roam::hetero_object<unsigned> x(64, 1u);
+  auto held = x.request(roam::data_access::read_write).get();
+  const std::vector<unsigned> twos(4, 2u);
+  std::vector<unsigned> part(4, 0u);
+  const auto write = x.write_range(0, std::span(twos));
+  const auto read = x.read_range(0, std::span(part));
+  EXPECT_FALSE(write.ready()) << "a range write ran while the host held write access";
+  EXPECT_FALSE(read.ready());
+  held[0] = 40u;  // overwritten by the range write, which comes after
+  held[5] = 50u;  // kept
+  x.release();
+  read.wait();
+  EXPECT_TRUE(write.ready());
+  EXPECT_EQ(part, twos);
+  EXPECT_EQ(x.to_vector()[5], 50u);
+
+  EXPECT_THROW((void)x.read_range(61, std::span(part)), std::out_of_range);
+  EXPECT_THROW((void)x.write_range(65, std::span(twos).first(0)), std::out_of_range);
+  try {
+    (void)x.write_range(62, std::span(twos));
+    FAIL() << "a write past the end was accepted";
+  } catch (const std::out_of_range& e) {
+    EXPECT_NE(std::string(e.what()).find("elements [62, 66) of an object of 64 elements"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(x.read_range(64, std::span(part).first(0)).ready()) << "an empty range waited";
+  EXPECT_THROW((void)roam::hetero_object<unsigned>().read_range(0, std::span(part)),
+               roam::device_error);
 }
 
 // ---- dependencies ------------------------------------------------------------------------------

@@ -227,19 +227,22 @@ TEST(HeteroGlobalPointers, PutAndGetReachDeviceDataOnTheOwner) {
     EXPECT_EQ(local[250], 1051u);
     roam::barrier();  // every node has read its object before the next puts overwrite it
 
-    // A whole-object put overwrites without fetching the device copy first; a partial one
-    // fetches it. Node 0 checks on an object of its own while the others wait.
+    // Puts and gets move only their elements: the object stays where it is, and no whole copy
+    // travels. Node 0 checks on an object of its own while the others wait.
     if (roam::this_node() == 0) {
       roam::hetero_object<unsigned> own(n, 1u);
       submit_increment(own).wait();  // the newest copy is on the device
       const auto here = roam::publish(own);
       auto& runtime = roam::hetero_runtime::current();
-      const auto before = runtime.statistics().copies_to_host;
+      const auto before = runtime.statistics();
       roam::put(here, std::span<const unsigned>(std::vector<unsigned>(n, 5u))).get();
-      EXPECT_EQ(runtime.statistics().copies_to_host, before);
       submit_increment(own).wait();
       roam::put(here, std::span<const unsigned>(values), 10).get();
-      EXPECT_EQ(runtime.statistics().copies_to_host, before + 1);
+      roam::buffer<unsigned> part = roam::get(here, 8, 4).get();
+      EXPECT_EQ(part, (roam::buffer<unsigned>{6u, 6u, 1000u, 1001u}));
+      const auto after = runtime.statistics();
+      EXPECT_EQ(after.copies_to_host, before.copies_to_host);
+      EXPECT_EQ(after.copies_to_device, before.copies_to_device);
       EXPECT_EQ(own.to_vector()[9], 6u);
       roam::unpublish(here).get();
     }

@@ -57,6 +57,11 @@ namespace detail {
 hetero_future<void*> request_host_access(const std::shared_ptr<hetero_object_state>& object,
                                          data_access access);
 void release_host_access(hetero_object_state& object);
+/// read_range (write false) and write_range (write true) of `count` elements of `element_size`
+/// bytes from element `first`, in an object of `size` elements; checks the bounds.
+device_event copy_range(const std::shared_ptr<hetero_object_state>& object,
+                        std::size_t element_size, std::size_t size, bool write, std::size_t first,
+                        std::size_t count, void* data);
 device_event tasks_done(const hetero_object_state& object);
 void evict_everywhere(const std::shared_ptr<hetero_object_state>& object);
 coherence copy_state(const hetero_object_state& object, int device) noexcept;
@@ -120,6 +125,31 @@ class hetero_object {
     std::vector<T> out(view.begin(), view.end());
     release();
     return out;
+  }
+
+  /// Copies elements [first, first + destination.size()) into `destination`, from the newest
+  /// copy: the host's when it is valid, otherwise straight from the device holding it. Only those
+  /// elements move, and no copy changes its coherence state (a halo plane leaves the device
+  /// without the whole object going to the host).
+  /// Ordering: like a task reading the object (after the writers submitted before it, before the
+  /// writers submitted after it), whatever the implicit-dependency default.
+  /// Lifetime: returns at once; `destination` must stay valid until the future is ready.
+  /// Throws std::out_of_range when the range does not lie within the object.
+  [[nodiscard]] hetero_future<void> read_range(std::size_t first, std::span<T> destination) const {
+    return {detail::copy_range(state_, sizeof(T), count_, false, first, destination.size(),
+                               destination.data()),
+            [] {}};
+  }
+  /// Writes `source` to elements [first, first + source.size()) of every valid copy (the host's
+  /// by a memcpy, each device's by a transfer of those bytes only): no copy changes its coherence
+  /// state, so an object resident on a device stays there (a halo plane arriving).
+  /// Ordering: like a task that reads and writes the object, whatever the implicit-dependency
+  /// default. Lifetime: `source` is copied before the call returns and may be reused at once.
+  /// Throws std::out_of_range when the range does not lie within the object.
+  hetero_future<void> write_range(std::size_t first, std::span<const T> source) {
+    return {detail::copy_range(state_, sizeof(T), count_, true, first, source.size(),
+                               const_cast<T*>(source.data())),
+            [] {}};
   }
 
   /// Writes the valid data back to the host and frees the copies on every device, once the

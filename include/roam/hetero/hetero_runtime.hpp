@@ -48,6 +48,10 @@ struct hetero_statistics {
   std::uint64_t bytes_to_device = 0;
   std::uint64_t bytes_to_host = 0;
   std::uint64_t evictions = 0;
+  /// Transfers made by hetero_object::read_range and write_range (to or from a device), and
+  /// their bytes; counted apart from the protocol's whole-object copies above.
+  std::uint64_t range_transfers = 0;
+  std::uint64_t range_bytes = 0;
   std::uint64_t device_bytes_in_use = 0;  ///< held by object copies on all devices, now
 };
 

@@ -12,17 +12,18 @@
 //   roam::buffer<double> got = roam::get(g, offset, count).get();
 //
 // Guarantees:
-// - Ordering: on the owner a put is a host write request on the object, and a get a host read
-//   request, so both order with the owner's tasks as tasks of that access do (a put waits for
-//   the tasks submitted before it arrived; tasks submitted after it see its data). Between
-//   several puts and gets, only the ordering of roam::call applies (one sender, one owner: in
-//   the order sent).
+// - Ordering: on the owner a put is hetero_object::write_range and a get read_range, so they
+//   order with the owner's tasks as tasks that write (put) or read (get) the object do (a put
+//   waits for the tasks submitted before it arrived; tasks submitted after it see its data).
+//   Between several puts and gets, only the ordering of roam::call applies (one sender, one
+//   owner: in the order sent).
 // - Completion: put's future is ready once the values are in the object (and the completion
 //   handler, if given, has returned on the owner); get's once the values are here. Both rethrow
 //   the owner's errors (an unpublished pointer, a range outside the object) as
 //   roam::remote_error.
-// - A put of the whole object overwrites it without first fetching the device's copy; a
-//   partial put first makes the host copy current.
+// - Only the named elements move, on the owner too: a get reads them from the newest copy
+//   (straight from the device holding it), a put writes them into every valid copy, and the
+//   object stays resident where it is (no copy changes its coherence state).
 // - Lifetime: a published object stays alive (held by its node) until unpublish() or the end of
 //   roam::run. The pointer is plain data: copy it, send it, keep it; it is valid within the
 //   roam::run that published it.
@@ -32,10 +33,8 @@
 #include <roam/core/runtime.hpp>
 #include <roam/hetero/hetero_object.hpp>
 #include <roam/hetero_mobile/detail/fiber_waits.hpp>
-#include <roam/hetero_mobile/detail/held_host_view.hpp>
 
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
@@ -109,15 +108,13 @@ struct global_hetero_access {
                         ") are outside the object's " + std::to_string(object.size()));
   }
 
-  /// Runs on the owner: the values into [offset, offset + count).
+  /// Runs on the owner: the values into [offset, offset + count) of every valid copy. Waits
+  /// (suspending the handler) until they are there.
   static hetero_object<T> write(std::uint64_t id, std::uint64_t offset,
                                 const roam::buffer<T>& values) {
     hetero_object<T> target = object(id);
     check_range(target, offset, values.size(), "put");
-    const bool whole = offset == 0 && values.size() == target.size();
-    const held_host_view<T> held(target, whole ? data_access::write : data_access::read_write);
-    if (!values.empty())
-      std::memcpy(held.view().data() + offset, values.data(), values.size() * sizeof(T));
+    target.write_range(static_cast<std::size_t>(offset), values.span()).wait();
     return target;
   }
   static void put_on_owner(std::uint64_t id, std::uint64_t offset, roam::buffer<T> values) {
@@ -128,12 +125,13 @@ struct global_hetero_access {
     hetero_object<T> target = write(id, offset, values);
     OnArrival{}(target, static_cast<std::size_t>(offset), values.size());
   }
+  /// Runs on the owner: elements [offset, offset + count) straight into the reply's block.
   static roam::buffer<T> get_on_owner(std::uint64_t id, std::uint64_t offset, std::uint64_t count) {
     hetero_object<T> source = object(id);
     check_range(source, offset, count, "get");
-    const held_host_view<T> held(source, data_access::read);
-    return roam::buffer<T>(
-        std::span<const T>(held.view().data() + offset, static_cast<std::size_t>(count)));
+    roam::buffer<T> values(static_cast<std::size_t>(count));
+    source.read_range(static_cast<std::size_t>(offset), values.span()).wait();
+    return values;
   }
 };
 
