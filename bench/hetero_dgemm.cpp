@@ -250,7 +250,7 @@ int main(int argc, char** argv) {
                   ? "cuda"
                   : "opencl";
   }
-  roam::hetero_options options;
+  auto options = roam::hetero_options::from_environment();  // ROAM_HETERO_* apply too
   options.backends = backend;
   roam::hetero_runtime runtime(options);
   std::printf("hetero_dgemm: %s (%s), %d iterations per size\n", backend.c_str(),

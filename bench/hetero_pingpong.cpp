@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
   const int repeats = static_cast<int>(option(argc, argv, "--repeats", 3));
   const int rank = init_mpi_pair(argc, argv, "hetero_pingpong");
 
-  roam::hetero_options options;
+  auto options = roam::hetero_options::from_environment();  // ROAM_HETERO_* apply too
   options.backends = backend;
   options.host_separate_memory = true;  // the host backend then copies like a discrete device
   options.host_threads = 1;

@@ -307,7 +307,7 @@ int main(int argc, char** argv) {
     }
   }
 
-  roam::hetero_options options;
+  auto options = roam::hetero_options::from_environment();  // ROAM_HETERO_* apply too
   options.backends = backend;
   options.host_separate_memory = true;  // the host backend then copies like a discrete device
   roam::hetero_runtime devices(options);

@@ -125,7 +125,8 @@ void hetero_engine::forget_object(hetero_object_state& object) {
 hetero_engine::hetero_engine(const hetero_options& options)
     : scheduler_(options.scheduler ? options.scheduler
                                    : std::make_shared<transfer_aware_scheduler>()),
-      implicit_default_(options.implicit_dependencies) {
+      implicit_default_(options.implicit_dependencies),
+      dispatch_on_callers_(options.dispatch_on_callers) {
   device_discovery_options discovery;
   discovery.backends = options.backends;
   discovery.memory_limit = options.memory_limit;
@@ -172,14 +173,52 @@ void hetero_engine::stop() {
   }
   inbox_ready_.notify_all();
   if (thread_.joinable()) thread_.join();
+  // A drain running on a backend's thread may still hold task references: the engine must not
+  // be destroyed there (it would join that thread), so it is not released before they end.
+  std::unique_lock lock(inbox_mutex_);
+  inbox_ready_.wait(lock, [&] { return !draining_; });
 }
 
+namespace {
+/// The engine whose work this thread is doing now (a drain in progress): work posted from
+/// inside it joins the inbox instead of starting a second, nested drain.
+thread_local const hetero_engine* draining_here = nullptr;
+}  // namespace
+
 void hetero_engine::post(std::function<void()> item) {
-  {
-    std::lock_guard lock(inbox_mutex_);
-    inbox_.push_back(std::move(item));
+  std::unique_lock lock(inbox_mutex_);
+  inbox_.push_back(std::move(item));
+  if (draining_ || draining_here == this) return;  // the drain in progress takes it
+  if (!dispatch_on_callers_) {
+    lock.unlock();
+    inbox_ready_.notify_one();
+    return;
   }
-  inbox_ready_.notify_one();
+  draining_ = true;
+  drain(lock);
+}
+
+void hetero_engine::drain(std::unique_lock<std::mutex>& inbox_lock) {
+  const auto* outer = draining_here;
+  draining_here = this;
+  while (!inbox_.empty()) {
+    std::vector<std::function<void()>> items;
+    items.swap(inbox_);
+    inbox_lock.unlock();
+    std::vector<std::shared_ptr<hetero_object_state>> dead;
+    {
+      std::lock_guard lock(mutex_);
+      for (auto& item : items) item();
+      dispatch();
+      dead.swap(graveyard_);
+      if (!dead.empty()) ++burials_;
+    }
+    bury(dead);
+    inbox_lock.lock();
+  }
+  draining_ = false;
+  draining_here = outer;
+  if (stopping_) inbox_ready_.notify_all();  // stop() waits for the last drain
 }
 
 void hetero_engine::notify_when_done(const device_event& e, std::uint64_t task, bool finishes) {
@@ -190,8 +229,15 @@ void hetero_engine::notify_when_done(const device_event& e, std::uint64_t task, 
     std::lock_guard lock(inbox_mutex_);
     ++callbacks_outstanding_;
   }
-  e.on_complete([this, task, finishes, state = std::weak_ptr(e.state())] {
-    std::lock_guard lock(inbox_mutex_);
+  // The thread that completes `e` runs the engine's work itself when it is one of roam's own
+  // (the host backend's pool, the CUDA poller), saving a wake-up of the engine thread per
+  // completion. Not an OpenCL implementation's callback thread: OpenCL leaves calls made from
+  // its callbacks undefined, and the engine would enqueue work from there. Not an event without
+  // a device (combined from several): which thread completes it is not known.
+  const bool may_drain = dispatch_on_callers_ && e.state()->owner != nullptr &&
+                         e.state()->owner->info().backend != backend::opencl;
+  e.on_complete([this, task, finishes, may_drain, state = std::weak_ptr(e.state())] {
+    std::unique_lock lock(inbox_mutex_);
     inbox_.push_back([this, task, finishes, error = device_event(state.lock()).error()] {
       auto found = active_.find(task);
       if (found == active_.end()) return;
@@ -202,29 +248,29 @@ void hetero_engine::notify_when_done(const device_event& e, std::uint64_t task, 
         retry_.push_back(std::move(state));
       }
     });
-    --callbacks_outstanding_;
-    inbox_ready_.notify_all();
+    if (!draining_ && draining_here != this) {
+      if (may_drain) {
+        draining_ = true;
+        drain(lock);
+      } else {
+        inbox_ready_.notify_all();
+      }
+    }
+    // The destructor waits for the last callback (the engine thread is stopped by then).
+    if (--callbacks_outstanding_ == 0 && stopping_) inbox_ready_.notify_all();
   });
 }
 
 void hetero_engine::engine_loop() {
+  std::unique_lock lock(inbox_mutex_);
   for (;;) {
-    std::vector<std::function<void()>> items;
-    {
-      std::unique_lock lock(inbox_mutex_);
-      inbox_ready_.wait(lock, [&] { return stopping_ || !inbox_.empty(); });
-      if (inbox_.empty()) return;
-      items.swap(inbox_);
+    inbox_ready_.wait(lock, [&] { return stopping_ || (!inbox_.empty() && !draining_); });
+    if (inbox_.empty() || draining_) {
+      if (stopping_) return;
+      continue;
     }
-    std::vector<std::shared_ptr<hetero_object_state>> dead;
-    {
-      std::lock_guard lock(mutex_);
-      for (auto& item : items) item();
-      dispatch();
-      dead.swap(graveyard_);
-      if (!dead.empty()) ++burials_;
-    }
-    bury(dead);
+    draining_ = true;
+    drain(lock);
   }
 }
 
@@ -495,7 +541,9 @@ void hetero_engine::evict_copy(hetero_object_state& object, int space) {
                                 object.bytes, std::span(&copy.ready, 1));
     ++statistics_.copies_to_host;
     statistics_.bytes_to_host += object.bytes;
-    back.wait();
+    // Not back.wait(): inside a roam handler that would suspend the fiber with the lock held.
+    wait_until_done(back);
+    if (auto failure = back.error()) std::rethrow_exception(failure);
     object.copies[0].state = coherence::modified;
     object.copies[0].ready = device_event();
   }

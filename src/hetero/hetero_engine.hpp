@@ -4,7 +4,10 @@
 // issues the transfers the protocol requires and launches kernels, and eviction.
 //
 // Locking: one mutex (`mutex_`) guards all objects, tasks and pools. Device completion callbacks
-// never take it: they post to the inbox (its own mutex), which the engine thread drains.
+// never take it: they post to the inbox (its own mutex). One thread at a time drains the inbox
+// and dispatches (`draining_`): the thread that posted, when no drain is running and it may
+// (a submitting thread, the host pool's threads, the CUDA poller; ADR 31), otherwise the engine
+// thread. Work posted while a drain runs is taken by that drain.
 // Memory spaces: 0 is the host; each device with memory of its own is one more space. A device
 // that computes on host memory (the host backend) works in space 0.
 #include <atomic>
@@ -166,6 +169,9 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   /// When `e` completes, the engine thread finishes (or retries) the task with this id.
   void notify_when_done(const device_event& e, std::uint64_t task, bool finishes);
   void engine_loop();
+  /// Runs the inbox's work until it is empty; `inbox_lock` holds inbox_mutex_ and draining_ is
+  /// set (this clears it).
+  void drain(std::unique_lock<std::mutex>& inbox_lock);
   /// Drops objects the engine held; wait_all() waits for this, so their memory is freed by then.
   void bury(std::vector<std::shared_ptr<hetero_object_state>>& dead);
   void dispatch();
@@ -205,6 +211,7 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   std::unique_ptr<host_memory_pool> host_pool_;
   std::shared_ptr<hetero_scheduler> scheduler_;
   bool implicit_default_;
+  bool dispatch_on_callers_;  ///< hetero_options::dispatch_on_callers
 
   mutable std::mutex mutex_;
   std::condition_variable all_done_;
@@ -229,6 +236,7 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   std::condition_variable inbox_ready_;
   std::vector<std::function<void()>> inbox_;
   bool stopping_ = false;
+  bool draining_ = false;  ///< some thread is running the inbox's work
   std::size_t callbacks_outstanding_ = 0;
   std::thread thread_;
 };

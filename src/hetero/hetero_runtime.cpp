@@ -68,6 +68,13 @@ hetero_options hetero_options::from_environment() {
     if (options.compute_queues == 0)
       throw device_error("roam: ROAM_HETERO_QUEUES must be at least 1");
   }
+  if (const char* v = std::getenv("ROAM_HETERO_DISPATCH")) {
+    const std::string mode = v;
+    if (mode != "callers" && mode != "engine")
+      throw device_error("roam: ROAM_HETERO_DISPATCH must be 'callers' or 'engine', not '" + mode +
+                         "'");
+    options.dispatch_on_callers = mode == "callers";
+  }
   return options;
 }
 

@@ -7,14 +7,17 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "roam/hetero.hpp"
@@ -32,6 +35,8 @@ roam::hetero_options test_options() {
   options.backends = test_backends();
   options.host_separate_memory = options.backends == "host";
   options.host_threads = 2;
+  // ctest also runs the suite with ROAM_HETERO_DISPATCH=engine, the engine thread doing it all.
+  options.dispatch_on_callers = roam::hetero_options::from_environment().dispatch_on_callers;
   return options;
 }
 
@@ -684,6 +689,44 @@ TEST(Scheduling, APluggedSchedulerPlacesTasks) {
   EXPECT_EQ(scheduler->popped, 1);
 }
 
+/// Records the thread each placement is made on.
+class thread_recording_scheduler final : public roam::hetero_scheduler {
+ public:
+  void push(std::uint64_t task, const roam::hetero_scheduler_context&) override {
+    tasks_.push_back(task);
+  }
+  std::optional<roam::hetero_placement> pop(const roam::hetero_scheduler_context& c) override {
+    if (tasks_.empty()) return std::nullopt;
+    const auto task = tasks_.front();
+    tasks_.pop_front();
+    placed_on.push_back(std::this_thread::get_id());
+    return roam::hetero_placement{task, c.eligible_devices(task).front()};
+  }
+  std::vector<std::thread::id> placed_on;
+
+ private:
+  std::deque<std::uint64_t> tasks_;
+};
+
+TEST(Scheduling, TheSubmittingThreadDispatchesUnlessTheEngineThreadIsAsked) {
+  for (const bool on_callers : {true, false}) {
+    auto options = test_options();
+    options.dispatch_on_callers = on_callers;
+    auto scheduler = std::make_shared<thread_recording_scheduler>();
+    options.scheduler = scheduler;
+    roam::hetero_runtime rt(options);
+    roam::hetero_object<unsigned> x(100, 0u);
+    // Nothing else is in flight, so no drain is running when it is submitted.
+    roam::hetero_task(increment, roam::launch_dims::linear(100), roam::inout(x), 100)
+        .submit()
+        .wait();
+    ASSERT_EQ(scheduler->placed_on.size(), 1u);
+    EXPECT_EQ(scheduler->placed_on.front() == std::this_thread::get_id(), on_callers)
+        << (on_callers ? "the engine thread placed it" : "the caller placed it");
+    EXPECT_EQ(x.to_vector(), std::vector<unsigned>(100, 1u));
+  }
+}
+
 TEST(Scheduling, TheDefaultPrefersTheDeviceHoldingTheData) {
   roam::hetero_runtime rt(test_options());
   const int d = discrete_device(rt);
@@ -722,14 +765,22 @@ namespace {
 class scoped_environment {
  public:
   scoped_environment(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) previous_ = old;
     ::setenv(name, value, 1);
   }
   scoped_environment(const scoped_environment&) = delete;
   scoped_environment& operator=(const scoped_environment&) = delete;
-  ~scoped_environment() { ::unsetenv(name_); }
+  ~scoped_environment() {  // restores what ctest set (ROAM_HETERO_DISPATCH in one variant)
+    if (previous_) {
+      ::setenv(name_, previous_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
 
  private:
   const char* name_;
+  std::optional<std::string> previous_;
 };
 
 TEST(Configuration, TheEnvironmentSetsOptionsAndRejectsMalformedValues) {
@@ -738,7 +789,9 @@ TEST(Configuration, TheEnvironmentSetsOptionsAndRejectsMalformedValues) {
     scoped_environment limit("ROAM_HETERO_MEMORY_LIMIT", "65536");
     scoped_environment memory("ROAM_HETERO_HOST_MEMORY", "separate");
     scoped_environment queues("ROAM_HETERO_QUEUES", "3");
+    scoped_environment dispatch("ROAM_HETERO_DISPATCH", "engine");
     const auto options = roam::hetero_options::from_environment();
+    EXPECT_FALSE(options.dispatch_on_callers);
     EXPECT_EQ(options.backends, "host");
     EXPECT_EQ(options.memory_limit, 65536u);
     EXPECT_TRUE(options.host_separate_memory);
@@ -758,6 +811,12 @@ TEST(Configuration, TheEnvironmentSetsOptionsAndRejectsMalformedValues) {
   {
     scoped_environment queues("ROAM_HETERO_QUEUES", "0");
     EXPECT_THROW((void)roam::hetero_options::from_environment(), roam::device_error);
+  }
+  {
+    scoped_environment dispatch("ROAM_HETERO_DISPATCH", "workers");
+    EXPECT_THROW((void)roam::hetero_options::from_environment(), roam::device_error);
+    scoped_environment callers("ROAM_HETERO_DISPATCH", "callers");
+    EXPECT_TRUE(roam::hetero_options::from_environment().dispatch_on_callers);
   }
 }
 }  // namespace

@@ -11,6 +11,9 @@
 //   ROAM_HETERO_HOST_MEMORY   shared|separate    host backend computes on host memory (default)
 //                                                or copies like a discrete device
 //   ROAM_HETERO_QUEUES        n                  compute queues per device (default 2)
+//   ROAM_HETERO_DISPATCH      callers|engine     who runs the engine's work: the threads that
+//                                                submit and complete (default), or only the
+//                                                engine thread
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -33,7 +36,12 @@ struct hetero_options {
   unsigned host_threads = 0;          ///< 0: hardware threads
   bool host_separate_memory = false;  ///< host backend behaves as a device with memory of its own
   unsigned compute_queues = 2;
-  bool implicit_dependencies = true;            ///< infer dependencies from access modes
+  bool implicit_dependencies = true;  ///< infer dependencies from access modes
+  /// The engine's work (dependencies, placement, issuing transfers and kernels, completions)
+  /// runs on the thread that submits a task or observes a completion, when no other thread is
+  /// running it: no wake-up of the engine thread per step. OpenCL completions still go through
+  /// the engine thread. false: everything goes through the engine thread.
+  bool dispatch_on_callers = true;
   std::shared_ptr<hetero_scheduler> scheduler;  ///< null: transfer_aware_scheduler
 
   /// Defaults overridden by the ROAM_HETERO_* variables above; malformed values throw.

@@ -31,7 +31,9 @@ struct hetero_placement {
   int device = 0;
 };
 
-/// The scheduler interface. Both calls come from the runtime's engine thread, one at a time.
+/// The scheduler interface. Calls come one at a time, under the engine's lock, from whichever
+/// thread runs the engine's work (hetero_options::dispatch_on_callers): keep them short, and
+/// never submit or wait from inside them.
 /// `pop` returns nothing when no task should be issued now (the runtime calls again after the
 /// next completion or push); a popped task must be one pushed and not yet popped, placed on one
 /// of its eligible devices.
