@@ -4,8 +4,10 @@
 #include "../common/thread_name.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <string>
 
 namespace roam::detail {
@@ -168,6 +170,10 @@ void hetero_engine::start() {
 
 void hetero_engine::stop() {
   {
+    std::lock_guard lock(mutex_);
+    ended_ = true;
+  }
+  {
     std::lock_guard lock(inbox_mutex_);
     stopping_ = true;
   }
@@ -183,13 +189,16 @@ namespace {
 /// The engine whose work this thread is doing now (a drain in progress): work posted from
 /// inside it joins the inbox instead of starting a second, nested drain.
 thread_local const hetero_engine* draining_here = nullptr;
+/// True while a backend's own thread (the host pool, the CUDA poller) drains: it must not block
+/// on a device operation, which it may be the very thread to complete.
+thread_local bool draining_on_backend = false;
 }  // namespace
 
 void hetero_engine::post(std::function<void()> item) {
   std::unique_lock lock(inbox_mutex_);
   inbox_.push_back(std::move(item));
   if (draining_ || draining_here == this) return;  // the drain in progress takes it
-  if (!dispatch_on_callers_) {
+  if (!dispatch_on_callers_ || stopping_) {
     lock.unlock();
     inbox_ready_.notify_one();
     return;
@@ -201,24 +210,57 @@ void hetero_engine::post(std::function<void()> item) {
 void hetero_engine::drain(std::unique_lock<std::mutex>& inbox_lock) {
   const auto* outer = draining_here;
   draining_here = this;
-  while (!inbox_.empty()) {
-    std::vector<std::function<void()>> items;
-    items.swap(inbox_);
-    inbox_lock.unlock();
-    std::vector<std::shared_ptr<hetero_object_state>> dead;
-    {
-      std::lock_guard lock(mutex_);
-      for (auto& item : items) item();
-      dispatch();
-      dead.swap(graveyard_);
-      if (!dead.empty()) ++burials_;
+  const bool engine_thread = std::this_thread::get_id() == thread_.get_id();
+  try {
+    while (!inbox_.empty()) {
+      std::vector<std::function<void()>> items;
+      items.swap(inbox_);
+      inbox_lock.unlock();
+      std::vector<std::shared_ptr<hetero_object_state>> dead;
+      {
+        std::lock_guard lock(mutex_);
+        if (engine_thread) {
+          // What a backend thread's drain left because it would have had to block.
+          for (auto& task : engine_thread_only_) retry_.push_back(std::move(task));
+          engine_thread_only_.clear();
+          if (!deferred_burials_.empty()) {
+            dead.swap(deferred_burials_);
+            --burials_;  // counted again below, with this drain's own
+          }
+        }
+        for (auto& item : items) item();
+        dispatch();
+        for (auto& object : graveyard_) {
+          // Freeing an object waits for the operations still using its memory: a backend
+          // thread leaves that to the engine thread (the counted burial stays open until then).
+          if (draining_on_backend && has_pending_operations(*object)) {
+            if (deferred_burials_.empty()) ++burials_;  // one count for the deferred set
+            deferred_burials_.push_back(std::move(object));
+          } else {
+            dead.push_back(std::move(object));
+          }
+        }
+        graveyard_.clear();
+        if (!deferred_burials_.empty() && !engine_thread) request_engine_thread();
+        if (!dead.empty()) ++burials_;
+      }
+      bury(dead);
+      inbox_lock.lock();
     }
-    bury(dead);
-    inbox_lock.lock();
+  } catch (const std::exception& e) {
+    // The engine's state cannot be trusted past this point, and the work this drain took would
+    // never finish: end the process loudly, as an exception on the engine thread always did.
+    std::fprintf(stderr, "roam: the heterogeneous engine failed: %s\n", e.what());
+    std::terminate();
+  } catch (...) {
+    std::fprintf(stderr, "roam: the heterogeneous engine failed (unknown exception)\n");
+    std::terminate();
   }
   draining_ = false;
   draining_here = outer;
-  if (stopping_) inbox_ready_.notify_all();  // stop() waits for the last drain
+  // The engine thread takes over what this drain could not do without blocking; stop() waits
+  // for the last drain.
+  if (wants_engine_thread_ || stopping_) inbox_ready_.notify_all();
 }
 
 void hetero_engine::notify_when_done(const device_event& e, std::uint64_t task, bool finishes) {
@@ -249,9 +291,11 @@ void hetero_engine::notify_when_done(const device_event& e, std::uint64_t task, 
       }
     });
     if (!draining_ && draining_here != this) {
-      if (may_drain) {
+      if (may_drain && !stopping_) {
         draining_ = true;
+        draining_on_backend = true;
         drain(lock);
+        draining_on_backend = false;
       } else {
         inbox_ready_.notify_all();
       }
@@ -264,11 +308,15 @@ void hetero_engine::notify_when_done(const device_event& e, std::uint64_t task, 
 void hetero_engine::engine_loop() {
   std::unique_lock lock(inbox_mutex_);
   for (;;) {
-    inbox_ready_.wait(lock, [&] { return stopping_ || (!inbox_.empty() && !draining_); });
-    if (inbox_.empty() || draining_) {
+    inbox_ready_.wait(lock, [&] {
+      return stopping_ || (!draining_ && (!inbox_.empty() || wants_engine_thread_));
+    });
+    if (draining_ || (inbox_.empty() && !wants_engine_thread_)) {
       if (stopping_) return;
       continue;
     }
+    if (wants_engine_thread_ && inbox_.empty()) inbox_.push_back([] {});  // one pass
+    wants_engine_thread_ = false;
     draining_ = true;
     drain(lock);
   }
@@ -295,6 +343,11 @@ void hetero_engine::submit(const std::shared_ptr<hetero_task_state>& task) {
     std::lock_guard lock(mutex_);
     if (task->phase != task_phase::building) {
       throw device_error("roam: a hetero_task was submitted twice");
+    }
+    if (ended_) {
+      throw device_error(
+          "roam: the hetero_runtime has ended; no task, host request or range copy may start "
+          "after it (objects outliving it may only be dropped)");
     }
     task->id = next_task_id_++;
     task->objects = unique_objects(*task);
@@ -524,9 +577,30 @@ bool hetero_engine::make_room(int space, std::size_t bytes, const hetero_task_st
   });
   for (auto* object : candidates) {
     if (pool.in_use() + bytes <= pool.limit()) break;
+    if (draining_on_backend && eviction_would_wait(*object, space)) {
+      request_engine_thread();  // it evicts this one, blocking as it may
+      continue;
+    }
     evict_copy(*object, space);
   }
   return pool.in_use() + bytes <= pool.limit();
+}
+
+bool hetero_engine::eviction_would_wait(const hetero_object_state& object, int space) {
+  const auto& copy = object.copies[space];
+  return copy.state == coherence::modified || !pending_on(copy).empty();
+}
+
+bool hetero_engine::has_pending_operations(const hetero_object_state& object) {
+  return std::any_of(object.copies.begin(), object.copies.end(),
+                     [](const memory_copy& copy) { return !pending_on(copy).empty(); });
+}
+
+void hetero_engine::request_engine_thread() {
+  // Under mutex_; the flag is read under inbox_mutex_ by the engine thread, and set again here
+  // until a drain of the engine thread has taken the work.
+  std::lock_guard lock(inbox_mutex_);
+  wants_engine_thread_ = true;
 }
 
 void hetero_engine::evict_copy(hetero_object_state& object, int space) {
@@ -657,6 +731,16 @@ hetero_engine::attempt_result hetero_engine::attempt(
     }
     if (defer_until(task, after, d)) return attempt_result::deferred;
 
+    if (host_request && task->evict_when_granted && draining_on_backend) {
+      auto* object = objects.front().first;
+      for (std::size_t s = 1; s < object->copies.size(); ++s) {
+        if (object->copies[s].buffer && eviction_would_wait(*object, static_cast<int>(s))) {
+          engine_thread_only_.push_back(task);  // not retry_: this drain would only spin on it
+          request_engine_thread();
+          return attempt_result::deferred;
+        }
+      }
+    }
     if (host_request) {
       auto [object, access] = objects.front();
       if (writes(access)) {
@@ -782,17 +866,46 @@ hetero_engine::attempt_result hetero_engine::attempt_range(
           defer_until(task, pending_on(copy), device_of_space(static_cast<int>(space))))
         return attempt_result::deferred;
     }
-    if (host.state != coherence::invalid) std::memcpy(host_bytes, range.staging, range.bytes);
+    bool updated = false;  // some copy holds the new bytes
+    if (host.state != coherence::invalid) {
+      std::memcpy(host_bytes, range.staging, range.bytes);
+      updated = true;
+    }
+    std::vector<std::size_t> failed;
+    std::exception_ptr failure;
     for (std::size_t space = 1; space < object->copies.size(); ++space) {
       auto& copy = object->copies[space];
       if (copy.state == coherence::invalid) continue;
       auto* d = device_of_space(static_cast<int>(space));
-      auto e = d->copy_to_device(device_queue::host_to_device(), copy.buffer, range.offset,
-                                 range.staging, range.bytes, pending_on(copy));
-      copy.ready = e;
-      copy.readers.clear();  // e waited for them
-      note_transfer(copy);
-      issued.push_back(std::move(e));
+      try {
+        auto e = d->copy_to_device(device_queue::host_to_device(), copy.buffer, range.offset,
+                                   range.staging, range.bytes, pending_on(copy));
+        copy.ready = e;
+        copy.readers.clear();  // e waited for them
+        note_transfer(copy);
+        issued.push_back(std::move(e));
+        updated = true;
+      } catch (...) {
+        failure = std::current_exception();
+        failed.push_back(space);
+      }
+    }
+    if (failure) {
+      // Nothing written: the write fails and every copy keeps the old contents.
+      if (!updated) std::rethrow_exception(failure);
+      // A copy that missed the bytes is stale: Invalid; a lone survivor is the newest copy.
+      for (auto space : failed) object->copies[space].state = coherence::invalid;
+      auto valid =
+          std::count_if(object->copies.begin(), object->copies.end(),
+                        [](const memory_copy& c) { return c.state != coherence::invalid; });
+      if (valid == 1) {
+        for (auto& c : object->copies)
+          if (c.state != coherence::invalid) c.state = coherence::modified;
+      }
+      // The task fails once the transfers already issued end (they read the staging block).
+      auto failed_event = std::make_shared<device_event_state>();
+      failed_event->complete(failure);
+      issued.emplace_back(std::move(failed_event));
     }
   }
   task->phase = task_phase::running;

@@ -189,6 +189,12 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   bool reserve_copies(hetero_task_state& task, int space);
   bool make_room(int space, std::size_t bytes, const hetero_task_state& user);
   void evict_copy(hetero_object_state& object, int space);
+  /// Whether evict_copy would block (a write-back, or operations still using the copy).
+  [[nodiscard]] static bool eviction_would_wait(const hetero_object_state& object, int space);
+  [[nodiscard]] static bool has_pending_operations(const hetero_object_state& object);
+  /// Asks the engine thread for a drain: work a backend thread's drain left because it would
+  /// have blocked (engine_thread_only_, deferred_burials_).
+  void request_engine_thread();
   bool defer_until(const std::shared_ptr<hetero_task_state>& task,
                    const std::vector<device_event>& events, const device* on);
   device_event fetch_to_host(hetero_object_state& object);
@@ -228,15 +234,21 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   std::vector<unsigned> next_queue_;
   std::vector<std::unordered_set<hetero_object_state*>> resident_;  ///< per space
   std::vector<std::shared_ptr<hetero_object_state>> graveyard_;     ///< dropped after unlocking
+  /// Left by backend threads' drains for the engine thread, which may block: tasks whose
+  /// eviction would wait, and objects whose memory is still in use.
+  std::vector<std::shared_ptr<hetero_task_state>> engine_thread_only_;
+  std::vector<std::shared_ptr<hetero_object_state>> deferred_burials_;
   std::size_t burials_ = 0;
   bool shutting_down_ = false;  ///< graveyards being dropped
+  bool ended_ = false;          ///< stop() was called: nothing may be submitted any more
   hetero_statistics statistics_;
 
   std::mutex inbox_mutex_;
   std::condition_variable inbox_ready_;
   std::vector<std::function<void()>> inbox_;
   bool stopping_ = false;
-  bool draining_ = false;  ///< some thread is running the inbox's work
+  bool draining_ = false;             ///< some thread is running the inbox's work
+  bool wants_engine_thread_ = false;  ///< a drain on the engine thread is needed
   std::size_t callbacks_outstanding_ = 0;
   std::thread thread_;
 };

@@ -585,6 +585,45 @@ TEST(Memory, EvictsLeastRecentlyUsedUnderASmallLimit) {
     EXPECT_EQ(objects[i].to_vector(), std::vector<unsigned>(n, i + 3u)) << "object " << i;
 }
 
+// One host-backend thread with memory of its own: the thread that completes a task is the one
+// that would run the write-back an eviction needs. Its drain must leave such evictions (and the
+// range copies' objects still in use) to the engine thread instead of waiting for itself.
+TEST(Memory, EvictionsNeverWaitOnTheThreadThatCompletes) {
+  auto options = test_options();
+  options.backends = "host";
+  options.host_separate_memory = true;
+  options.host_threads = 1;
+  options.memory_limit = std::size_t{2} * 4096 * sizeof(unsigned);
+  roam::hetero_runtime rt(options);
+  const int n = 4096;
+  std::vector<roam::hetero_object<unsigned>> objects;
+  objects.reserve(6);
+  for (int i = 0; i < 6; ++i) objects.emplace_back(n, static_cast<unsigned>(i));
+  std::vector<unsigned> part(8);
+  for (int round = 0; round < 4; ++round) {
+    for (auto& o : objects) {
+      roam::hetero_task(increment, roam::launch_dims::linear(n), roam::inout(o), n).submit();
+      (void)o.read_range(100, std::span(part));  // keeps a reader on the device copy
+    }
+  }
+  objects.back().remove_from_devices();
+  rt.wait_all();
+  EXPECT_GT(rt.statistics().evictions, 0u);
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(objects[i].to_vector(), std::vector<unsigned>(n, i + 4u)) << "object " << i;
+}
+
+TEST(Errors, NothingStartsAfterTheRuntimeEnded) {
+  roam::hetero_object<unsigned> survivor;
+  {
+    roam::hetero_runtime rt(test_options());
+    survivor = roam::hetero_object<unsigned>(16, 1u);
+  }
+  std::vector<unsigned> part(4);
+  EXPECT_THROW((void)survivor.read_range(0, std::span(part)), roam::device_error);
+  EXPECT_THROW((void)survivor.request(roam::data_access::read), roam::device_error);
+}
+
 TEST(Memory, AnObjectLargerThanTheDeviceFailsItsTask) {
   auto options = test_options();
   options.memory_limit = 1024;

@@ -132,7 +132,8 @@ class hetero_object {
   /// elements move, and no copy changes its coherence state (a halo plane leaves the device
   /// without the whole object going to the host).
   /// Ordering: like a task reading the object (after the writers submitted before it, before the
-  /// writers submitted after it), whatever the implicit-dependency default.
+  /// writers submitted after it). Range copies always take part in implicit ordering, as host
+  /// requests do; a task that opted out of it is not ordered with them.
   /// Lifetime: returns at once; `destination` must stay valid until the future is ready.
   /// Throws std::out_of_range when the range does not lie within the object.
   [[nodiscard]] hetero_future<void> read_range(std::size_t first, std::span<T> destination) const {
@@ -143,8 +144,9 @@ class hetero_object {
   /// Writes `source` to elements [first, first + source.size()) of every valid copy (the host's
   /// by a memcpy, each device's by a transfer of those bytes only): no copy changes its coherence
   /// state, so an object resident on a device stays there (a halo plane arriving).
-  /// Ordering: like a task that reads and writes the object, whatever the implicit-dependency
-  /// default. Lifetime: `source` is copied before the call returns and may be reused at once.
+  /// Ordering: like a task that reads and writes the object (always, as for read_range).
+  /// Lifetime: `source` is copied before the call returns and may be reused at once. Throws
+  /// device_error once the hetero_runtime has ended.
   /// Throws std::out_of_range when the range does not lie within the object.
   hetero_future<void> write_range(std::size_t first, std::span<const T> source) {
     return {detail::copy_range(state_, sizeof(T), count_, true, first, source.size(),
