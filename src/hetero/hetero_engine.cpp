@@ -233,7 +233,8 @@ void hetero_engine::drain(std::unique_lock<std::mutex>& inbox_lock) {
         for (auto& object : graveyard_) {
           // Freeing an object waits for the operations still using its memory: a backend
           // thread leaves that to the engine thread (the counted burial stays open until then).
-          if (draining_on_backend && has_pending_operations(*object)) {
+          // Only the last reference frees anything; most are handles of objects still alive.
+          if (draining_on_backend && object.use_count() == 1 && in_use(*object)) {
             if (deferred_burials_.empty()) ++burials_;  // one count for the deferred set
             deferred_burials_.push_back(std::move(object));
           } else {
@@ -264,9 +265,10 @@ void hetero_engine::drain(std::unique_lock<std::mutex>& inbox_lock) {
 }
 
 void hetero_engine::notify_when_done(const device_event& e, std::uint64_t task, bool finishes) {
-  // Runs on a backend's thread: it holds no task or engine reference (the last reference must
-  // never drop there, or the engine would be destroyed on a thread it joins), only this
-  // engine's address, kept valid by the count of callbacks still to run.
+  // The callback runs on a backend's thread and captures no task or engine reference, only this
+  // engine's address, kept valid by the count of callbacks still to run. A drain it starts does
+  // hold references for a while; stop() waits for it, so the engine's last reference never
+  // drops on a thread the engine joins.
   {
     std::lock_guard lock(inbox_mutex_);
     ++callbacks_outstanding_;
@@ -586,14 +588,19 @@ bool hetero_engine::make_room(int space, std::size_t bytes, const hetero_task_st
   return pool.in_use() + bytes <= pool.limit();
 }
 
-bool hetero_engine::eviction_would_wait(const hetero_object_state& object, int space) {
-  const auto& copy = object.copies[space];
-  return copy.state == coherence::modified || !pending_on(copy).empty();
+bool hetero_engine::in_use(const memory_copy& copy) {
+  return !copy.ready.ready() || std::any_of(copy.readers.begin(), copy.readers.end(),
+                                            [](const device_event& r) { return !r.ready(); });
 }
 
-bool hetero_engine::has_pending_operations(const hetero_object_state& object) {
+bool hetero_engine::in_use(const hetero_object_state& object) {
   return std::any_of(object.copies.begin(), object.copies.end(),
-                     [](const memory_copy& copy) { return !pending_on(copy).empty(); });
+                     [](const memory_copy& copy) { return in_use(copy); });
+}
+
+bool hetero_engine::eviction_would_wait(const hetero_object_state& object, int space) {
+  const auto& copy = object.copies[space];
+  return copy.state == coherence::modified || in_use(copy);
 }
 
 void hetero_engine::request_engine_thread() {

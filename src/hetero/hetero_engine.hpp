@@ -191,7 +191,10 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   void evict_copy(hetero_object_state& object, int space);
   /// Whether evict_copy would block (a write-back, or operations still using the copy).
   [[nodiscard]] static bool eviction_would_wait(const hetero_object_state& object, int space);
-  [[nodiscard]] static bool has_pending_operations(const hetero_object_state& object);
+  /// Operations still reading or writing the copy's (any copy's) memory: pending_on() without
+  /// building the list.
+  [[nodiscard]] static bool in_use(const memory_copy& copy);
+  [[nodiscard]] static bool in_use(const hetero_object_state& object);
   /// Asks the engine thread for a drain: work a backend thread's drain left because it would
   /// have blocked (engine_thread_only_, deferred_burials_).
   void request_engine_thread();

@@ -698,6 +698,8 @@ TEST(Errors, FailuresReachWait) {
   EXPECT_THROW(never.wait(), roam::device_error);
 }
 
+/// Places every task on the last eligible device and records the thread each placement is made
+/// on.
 class last_device_scheduler final : public roam::hetero_scheduler {
  public:
   void push(std::uint64_t task, const roam::hetero_scheduler_context&) override {
@@ -707,10 +709,10 @@ class last_device_scheduler final : public roam::hetero_scheduler {
     if (tasks_.empty()) return std::nullopt;
     const auto task = tasks_.front();
     tasks_.pop_front();
-    ++popped;
+    placed_on.push_back(std::this_thread::get_id());
     return roam::hetero_placement{task, c.eligible_devices(task).back()};
   }
-  int popped = 0;
+  std::vector<std::thread::id> placed_on;
 
  private:
   std::deque<std::uint64_t> tasks_;
@@ -725,33 +727,14 @@ TEST(Scheduling, APluggedSchedulerPlacesTasks) {
   roam::hetero_task t(increment, roam::launch_dims::linear(100), roam::inout(x), 100);
   t.submit().wait();
   EXPECT_EQ(t.device(), static_cast<int>(rt.devices().size()) - 1);
-  EXPECT_EQ(scheduler->popped, 1);
+  EXPECT_EQ(scheduler->placed_on.size(), 1u);
 }
-
-/// Records the thread each placement is made on.
-class thread_recording_scheduler final : public roam::hetero_scheduler {
- public:
-  void push(std::uint64_t task, const roam::hetero_scheduler_context&) override {
-    tasks_.push_back(task);
-  }
-  std::optional<roam::hetero_placement> pop(const roam::hetero_scheduler_context& c) override {
-    if (tasks_.empty()) return std::nullopt;
-    const auto task = tasks_.front();
-    tasks_.pop_front();
-    placed_on.push_back(std::this_thread::get_id());
-    return roam::hetero_placement{task, c.eligible_devices(task).front()};
-  }
-  std::vector<std::thread::id> placed_on;
-
- private:
-  std::deque<std::uint64_t> tasks_;
-};
 
 TEST(Scheduling, TheSubmittingThreadDispatchesUnlessTheEngineThreadIsAsked) {
   for (const bool on_callers : {true, false}) {
     auto options = test_options();
     options.dispatch_on_callers = on_callers;
-    auto scheduler = std::make_shared<thread_recording_scheduler>();
+    auto scheduler = std::make_shared<last_device_scheduler>();
     options.scheduler = scheduler;
     roam::hetero_runtime rt(options);
     roam::hetero_object<unsigned> x(100, 0u);
