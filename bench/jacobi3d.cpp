@@ -5,8 +5,8 @@
 //   device, run the stencil, wait; repeat. Nothing overlaps.
 // - roam: each rank's slab over-decomposed into `od` mobile objects. A block reads its boundary
 //   planes straight from its device copy into message buffers (hetero_object::read_range), sends
-//   them to its neighbours' halo() handler, which writes each straight into the device copy
-//   (write_range), and computes as soon as both of its halos arrived; with od = 2 one block's
+//   them to its neighbours' halo() handler, which hands each arrived buffer to write_range (no
+//   copy on the host), and computes as soon as both of its halos arrived; with od = 2 one block's
 //   transfers and messages overlap the other's stencil.
 // Both end with the same field (checksums compared; WRONG otherwise).
 //
@@ -216,13 +216,13 @@ struct jacobi_block {
     while (started && iteration < iterations && arrived_count[iteration % 2] == neighbours()) {
       const int parity = iteration % 2;
       arrived_count[parity] = 0;
-      // Each halo goes straight into the device copy (the source is copied before the call
-      // returns), ordered before the stencil that reads it.
-      if (below) (void)grid[cur].write_range(0, arrived[parity][0].span());
+      // Each halo goes straight into the device copy from the block it arrived in (taken over,
+      // not copied: roam::buffer blocks are page-locked for CUDA), ordered before the stencil
+      // that reads it.
+      if (below) (void)grid[cur].write_range(0, std::move(arrived[parity][0]));
       if (above)
         (void)grid[cur].write_range(count * static_cast<std::size_t>(nz + 1),
-                                    arrived[parity][1].span());
-      arrived[parity] = {};
+                                    std::move(arrived[parity][1]));
       // inout: the halo planes of the other grid (the fixed face) must stay as they are.
       roam::hetero_task(jacobi_step, dims_for(count * static_cast<std::size_t>(nz)),
                         roam::in(grid[cur]), roam::inout(grid[1 - cur]), nx, ny, nz)

@@ -9,9 +9,12 @@
 // - Global pointers give one-sided put/get on a node's device data (global_hetero_ptr.hpp).
 // - Waiting for device work inside a handler suspends it; its worker runs other work
 //   (detail/fiber_waits.hpp).
+// - Large roam::buffer blocks are page-locked once a CUDA device is in use, so a buffer is the
+//   host side of a device transfer without a staging copy (detail/locked_message_blocks.hpp).
 // Create one hetero_runtime per process (before roam::run, or inside it on every node's
 // application thread before the first task) and keep it alive until roam::run returns.
 #include <roam/hetero.hpp>
+#include <roam/hetero_mobile/detail/locked_message_blocks.hpp>
 #include <roam/hetero_mobile/global_hetero_ptr.hpp>
 #include <roam/hetero_mobile/hetero_object_serialization.hpp>
 #include <roam/roam.hpp>

@@ -16,6 +16,9 @@ std::vector<std::unique_ptr<device>> discover_opencl_devices(
 #if defined(ROAM_HAVE_CUDA)
 std::vector<std::unique_ptr<device>> discover_cuda_devices(int first_index,
                                                            const device_discovery_options& options);
+/// lock_host_memory / unlock_host_memory for CUDA: false until a CUDA device was discovered.
+bool cuda_lock_host_memory(void* memory, std::size_t bytes) noexcept;
+void cuda_unlock_host_memory(void* memory) noexcept;
 #endif
 
 /// Page-aligned host memory (whole pages, as DMA engines and vector loads like them).

@@ -4,6 +4,7 @@
 // ROAM_KERNEL makes in files nvcc compiles.
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,6 +53,15 @@ class cuda_device final : public device {
 
   unsigned compute_queue_count() const noexcept override {
     return static_cast<unsigned>(streams_.size() - 2);
+  }
+
+  bool direct_host_transfers(const void* memory) const noexcept override {
+    cudaPointerAttributes attributes{};
+    if (cudaPointerGetAttributes(&attributes, memory) != cudaSuccess) {
+      cudaGetLastError();  // not an error worth keeping: the answer is "no"
+      return false;
+    }
+    return attributes.type == cudaMemoryTypeHost;  // cudaHostAlloc'd or registered
   }
 
   device_buffer allocate(std::size_t bytes) override {
@@ -164,7 +174,24 @@ class cuda_device final : public device {
   std::unique_ptr<cuda_event_poller> poller_;  ///< after the streams: stops before they go
 };
 
+/// Set once a CUDA device was discovered: locking memory before is of no use (and would create
+/// a CUDA context in programs that never use one).
+std::atomic<bool> cuda_devices_found{false};
+
 }  // namespace
+
+bool cuda_lock_host_memory(void* memory, std::size_t bytes) noexcept {
+  if (!cuda_devices_found.load(std::memory_order_acquire) || memory == nullptr || bytes == 0)
+    return false;
+  if (cudaHostRegister(memory, bytes, cudaHostRegisterPortable) == cudaSuccess) return true;
+  cudaGetLastError();  // refused (too much locked, an overlap): the memory stays pageable
+  return false;
+}
+
+void cuda_unlock_host_memory(void* memory) noexcept {
+  // After the CUDA runtime's own teardown (a block freed at exit) this fails harmlessly.
+  if (cudaHostUnregister(memory) != cudaSuccess) cudaGetLastError();
+}
 
 std::vector<std::unique_ptr<device>> discover_cuda_devices(
     int first_index, const device_discovery_options& options) {
@@ -187,6 +214,7 @@ std::vector<std::unique_ptr<device>> discover_cuda_devices(
     devices.push_back(std::make_unique<cuda_device>(std::move(info), ordinal,
                                                     std::max(1u, options.compute_queues)));
   }
+  if (!devices.empty()) cuda_devices_found.store(true, std::memory_order_release);
   return devices;
 }
 

@@ -145,6 +145,26 @@ constexpr bool cuda_built = false;
 #endif
 }  // namespace
 
+bool device::direct_host_transfers(const void* /*memory*/) const noexcept { return true; }
+
+bool lock_host_memory(void* memory, std::size_t bytes) noexcept {
+#if defined(ROAM_HAVE_CUDA)
+  return detail::cuda_lock_host_memory(memory, bytes);
+#else
+  (void)memory;
+  (void)bytes;
+  return false;
+#endif
+}
+
+void unlock_host_memory(void* memory) noexcept {
+#if defined(ROAM_HAVE_CUDA)
+  detail::cuda_unlock_host_memory(memory);
+#else
+  (void)memory;
+#endif
+}
+
 bool backend_built(backend b) noexcept {
   return b == backend::host || (b == backend::opencl && opencl_built) ||
          (b == backend::cuda && cuda_built);

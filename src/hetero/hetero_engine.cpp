@@ -217,6 +217,7 @@ void hetero_engine::drain(std::unique_lock<std::mutex>& inbox_lock) {
       items.swap(inbox_);
       inbox_lock.unlock();
       std::vector<std::shared_ptr<hetero_object_state>> dead;
+      std::vector<std::shared_ptr<void>> sources;  // dropped with the lock released
       {
         std::lock_guard lock(mutex_);
         if (engine_thread) {
@@ -242,10 +243,11 @@ void hetero_engine::drain(std::unique_lock<std::mutex>& inbox_lock) {
           }
         }
         graveyard_.clear();
+        sources.swap(spent_sources_);
         if (!deferred_burials_.empty() && !engine_thread) request_engine_thread();
-        if (!dead.empty()) ++burials_;
+        if (!dead.empty() || !sources.empty()) ++burials_;
       }
-      bury(dead);
+      bury(dead, sources);
       inbox_lock.lock();
     }
   } catch (const std::exception& e) {
@@ -324,9 +326,11 @@ void hetero_engine::engine_loop() {
   }
 }
 
-void hetero_engine::bury(std::vector<std::shared_ptr<hetero_object_state>>& dead) {
-  if (dead.empty()) return;
+void hetero_engine::bury(std::vector<std::shared_ptr<hetero_object_state>>& dead,
+                         std::vector<std::shared_ptr<void>>& sources) {
+  if (dead.empty() && sources.empty()) return;
   dead.clear();  // outside the lock: an object's destructor takes it
+  sources.clear();
   std::lock_guard lock(mutex_);
   if (--burials_ == 0) all_done_.notify_all();
 }
@@ -799,25 +803,41 @@ hetero_engine::attempt_result hetero_engine::attempt(
 
 // ---- range copies ----------------------------------------------------------------------------
 
+bool hetero_engine::direct_everywhere(const void* memory) const noexcept {
+  for (std::size_t d = 0; d < devices_.size(); ++d) {
+    if (spaces_[d] != 0 && !devices_[d]->direct_host_transfers(memory)) return false;
+  }
+  return true;
+}
+
 device_event hetero_engine::copy_range(const std::shared_ptr<hetero_object_state>& object,
                                        bool write, std::size_t offset, std::size_t bytes,
-                                       void* data) {
+                                       void* data, std::shared_ptr<void> owner) {
   auto task = new_task();
   task->implicit = true;  // ordered like a task of its access, whatever the default
   range_copy range;
   range.write = write;
   range.offset = offset;
   range.bytes = bytes;
-  {
+  // Staging costs a memcpy of the range: only where a device needs it (CUDA and pageable memory)
+  // or, for a write, where the caller keeps its memory (a span).
+  const bool staged = (write && !owner) || !direct_everywhere(data);
+  if (staged) {
     std::lock_guard lock(mutex_);
-    if (write || host_pool_->page_locked()) range.staging = host_pool_->allocate(bytes);
+    range.staging = host_pool_->allocate(bytes);
+    if (write) ++statistics_.staged_range_copies;  // a read counts when its transfer lands there
   }
-  if (write) {
-    std::memcpy(range.staging, data, bytes);  // the caller may reuse its memory at once
-  } else {
+  if (!write) {
     range.user = data;
+  } else if (staged) {
+    std::memcpy(range.staging, data, bytes);  // the caller may reuse its memory at once
+    range.source = range.staging;
+    owner.reset();  // here, not under the engine's lock
+  } else {
+    range.source = data;
+    range.owner = std::move(owner);
   }
-  task->range = range;
+  task->range = std::move(range);
   task_argument argument;
   argument.object = object;
   argument.access = write ? data_access::read_write : data_access::read;
@@ -858,6 +878,7 @@ hetero_engine::attempt_result hetero_engine::attempt_range(
       drop_finished(copy.readers);
       copy.readers.push_back(e);
       note_transfer(copy);
+      if (range.staging != nullptr) ++statistics_.staged_range_copies;
       issued.push_back(std::move(e));
     }
   } else {
@@ -875,7 +896,7 @@ hetero_engine::attempt_result hetero_engine::attempt_range(
     }
     bool updated = false;  // some copy holds the new bytes
     if (host.state != coherence::invalid) {
-      std::memcpy(host_bytes, range.staging, range.bytes);
+      std::memcpy(host_bytes, range.source, range.bytes);
       updated = true;
     }
     std::vector<std::size_t> failed;
@@ -886,7 +907,7 @@ hetero_engine::attempt_result hetero_engine::attempt_range(
       auto* d = device_of_space(static_cast<int>(space));
       try {
         auto e = d->copy_to_device(device_queue::host_to_device(), copy.buffer, range.offset,
-                                   range.staging, range.bytes, pending_on(copy));
+                                   range.source, range.bytes, pending_on(copy));
         copy.ready = e;
         copy.readers.clear();  // e waited for them
         note_transfer(copy);
@@ -909,7 +930,7 @@ hetero_engine::attempt_result hetero_engine::attempt_range(
         for (auto& c : object->copies)
           if (c.state != coherence::invalid) c.state = coherence::modified;
       }
-      // The task fails once the transfers already issued end (they read the staging block).
+      // The task fails once the transfers already issued end (they read the source).
       auto failed_event = std::make_shared<device_event_state>();
       failed_event->complete(failure);
       issued.emplace_back(std::move(failed_event));
@@ -927,6 +948,7 @@ hetero_engine::attempt_result hetero_engine::attempt_range(
 
 void hetero_engine::end_range(hetero_task_state& task, const std::exception_ptr& failure) {
   auto& range = *task.range;
+  if (range.owner) spent_sources_.push_back(std::move(range.owner));
   if (range.staging == nullptr) return;
   if (!range.write && !failure) std::memcpy(range.user, range.staging, range.bytes);
   host_pool_->release(range.staging, range.bytes);
@@ -1024,7 +1046,8 @@ void hetero_engine::release_host(hetero_object_state& object) {
     dead.swap(graveyard_);
     if (!dead.empty()) ++burials_;
   }
-  bury(dead);
+  std::vector<std::shared_ptr<void>> no_sources;
+  bury(dead, no_sources);
   post([] {});
 }
 

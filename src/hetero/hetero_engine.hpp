@@ -79,9 +79,11 @@ struct range_copy {
   bool write = false;
   std::size_t offset = 0;  ///< bytes into the object
   std::size_t bytes = 0;
-  void* user = nullptr;     ///< a read's destination (the caller's memory)
-  void* staging = nullptr;  ///< from the host pool: a write's copy of its source; a read's landing
-                            ///< place when the pool is page-locked (devices copy faster from it)
+  void* user = nullptr;          ///< a read's destination (the caller's memory)
+  const void* source = nullptr;  ///< a write's bytes: `staging`, or the memory `owner` holds
+  void* staging = nullptr;       ///< from the host pool: a write's copy of its source; a read's
+                                 ///< landing place when a device cannot copy into `user` directly
+  std::shared_ptr<void> owner;   ///< a write's source taken over, kept until the bytes are written
 };
 
 struct task_argument {
@@ -150,8 +152,11 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   /// hetero_object::read_range (write false: `data` receives the bytes, and must stay valid until
   /// the returned event completes) and write_range (write true: `data` is copied before this
   /// returns). `offset` and `bytes` are within the object (the caller checks).
+  /// A write with an `owner` (which holds the memory at `data`) keeps it instead of copying when
+  /// every device copies from that memory directly; it is dropped after the last transfer.
   device_event copy_range(const std::shared_ptr<hetero_object_state>& object, bool write,
-                          std::size_t offset, std::size_t bytes, void* data);
+                          std::size_t offset, std::size_t bytes, void* data,
+                          std::shared_ptr<void> owner);
   /// Completes once every task and host request submitted on `object` so far has finished.
   [[nodiscard]] device_event tasks_done(const hetero_object_state& object) const;
   void wait_all();
@@ -172,8 +177,10 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   /// Runs the inbox's work until it is empty; `inbox_lock` holds inbox_mutex_ and draining_ is
   /// set (this clears it).
   void drain(std::unique_lock<std::mutex>& inbox_lock);
-  /// Drops objects the engine held; wait_all() waits for this, so their memory is freed by then.
-  void bury(std::vector<std::shared_ptr<hetero_object_state>>& dead);
+  /// Drops objects the engine held and range writes' spent sources; wait_all() waits for this,
+  /// so their memory is freed by then.
+  void bury(std::vector<std::shared_ptr<hetero_object_state>>& dead,
+            std::vector<std::shared_ptr<void>>& sources);
   void dispatch();
   /// One pass over the retry, host-request, memory-waiting and runnable tasks; true if it
   /// started anything.
@@ -213,6 +220,8 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   [[nodiscard]] std::vector<int> eligible_devices(const hetero_task_state& task) const;
   [[nodiscard]] std::size_t bytes_to_move(const hetero_task_state& task, int device_index) const;
   [[nodiscard]] device* device_of_space(int space) const;
+  /// Whether every device with memory of its own copies to and from `memory` directly.
+  [[nodiscard]] bool direct_everywhere(const void* memory) const noexcept;
 
   std::vector<std::unique_ptr<device>> devices_;
   std::vector<int> spaces_;                                 ///< memory space of each device
@@ -237,6 +246,7 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   std::vector<unsigned> next_queue_;
   std::vector<std::unordered_set<hetero_object_state*>> resident_;  ///< per space
   std::vector<std::shared_ptr<hetero_object_state>> graveyard_;     ///< dropped after unlocking
+  std::vector<std::shared_ptr<void>> spent_sources_;  ///< range writes' owners, dropped likewise
   /// Left by backend threads' drains for the engine thread, which may block: tasks whose
   /// eviction would wait, and objects whose memory is still in use.
   std::vector<std::shared_ptr<hetero_task_state>> engine_thread_only_;

@@ -139,7 +139,7 @@ void release_host_access(hetero_object_state& object) { object.engine->release_h
 
 device_event copy_range(const std::shared_ptr<hetero_object_state>& object,
                         std::size_t element_size, std::size_t size, bool write, std::size_t first,
-                        std::size_t count, void* data) {
+                        std::size_t count, void* data, std::shared_ptr<void> owner) {
   const char* what = write ? "write_range" : "read_range";
   if (!object) throw device_error(std::string("roam: ") + what + "() on an empty hetero_object");
   if (first > size || count > size - first) {
@@ -148,8 +148,8 @@ device_event copy_range(const std::shared_ptr<hetero_object_state>& object,
                             ") of an object of " + std::to_string(size) + " elements");
   }
   if (count == 0) return device_event::completed();
-  return object->engine->copy_range(object, write, first * element_size, count * element_size,
-                                    data);
+  return object->engine->copy_range(object, write, first * element_size, count * element_size, data,
+                                    std::move(owner));
 }
 
 device_event tasks_done(const hetero_object_state& object) {

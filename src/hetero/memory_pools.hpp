@@ -109,9 +109,6 @@ class host_memory_pool {
     return allocator_ != nullptr ? allocator_->allocate_host(size) : allocate_page_aligned(size);
   }
 
-  /// True when blocks are page-locked (a CUDA device allocates them).
-  [[nodiscard]] bool page_locked() const noexcept { return allocator_ != nullptr; }
-
   /// Keeps up to 256 MiB of freed blocks for reuse (page-locking is slow), frees the rest.
   void release(void* block, std::size_t bytes) {
     const std::size_t size = size_class(bytes);

@@ -8,6 +8,7 @@
 
 #include "../common/thread_block_pool.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <limits>
 #include <mutex>
@@ -41,46 +42,75 @@ constexpr std::size_t block_bytes = sizeof(message) + pooled_payload_capacity;
 // Small blocks: per-thread caches exchanging batches of 64 (src/common/thread_block_pool.hpp).
 using small_blocks = thread_block_pool<block_bytes, 64>;
 
+std::atomic<bool (*)(void*, std::size_t) noexcept> lock_block{nullptr};
+std::atomic<void (*)(void*) noexcept> unlock_block{nullptr};
+
 // Large blocks, by power-of-two class, kept after use: allocating megabytes afresh for
-// every large message costs page faults and zeroing that dwarf the copy itself.
+// every large message costs page faults and zeroing that dwarf the copy itself. From one page
+// up they are page-aligned, so a block page-locked for devices shares no page with other memory.
 class large_block_cache {
  public:
-  static constexpr int min_class = 11, max_class = 27;  // 2 KiB .. 128 MiB
+  static constexpr int min_class = 11, max_class = 27;          // 2 KiB .. 128 MiB
+  static constexpr int page_class = 12, locked_min_class = 16;  // 4 KiB, 64 KiB
+  static_assert((std::size_t{1} << locked_min_class) == locked_block_min_bytes);
   static constexpr std::size_t max_cached_bytes = std::size_t{256} << 20;
+
+  struct block {
+    void* memory = nullptr;
+    bool locked = false;
+  };
 
   static int class_of(std::size_t bytes) noexcept {
     int c = min_class;
     while ((std::size_t{1} << c) < bytes) ++c;
     return c;
   }
-  void* get(int c) {
+  block get(int c) {
+    block b;
     {
       std::lock_guard guard(lock_);
       auto& list = free_[c - min_class];
       if (!list.empty()) {
-        void* p = list.back();
+        b = list.back();
         list.pop_back();
         cached_ -= std::size_t{1} << c;
-        return p;
       }
     }
-    return ::operator new (std::size_t{1} << c);
+    if (b.memory == nullptr) b.memory = raw_allocate(c);
+    if (!b.locked && c >= locked_min_class) {
+      if (auto* lock = lock_block.load(std::memory_order_acquire))
+        b.locked = lock(b.memory, std::size_t{1} << c);
+    }
+    return b;
   }
-  void put(void* p, int c) {
+  void put(block b, int c) {
     {
       std::lock_guard guard(lock_);
       if (cached_ + (std::size_t{1} << c) <= max_cached_bytes) {
-        free_[c - min_class].push_back(p);
+        free_[c - min_class].push_back(b);
         cached_ += std::size_t{1} << c;
         return;
       }
     }
-    ::operator delete(p);
+    if (b.locked) unlock_block.load(std::memory_order_acquire)(b.memory);
+    raw_free(b.memory, c);
   }
 
  private:
+  static void* raw_allocate(int c) {
+    if (c < page_class) return ::operator new (std::size_t{1} << c);
+    return ::operator new (std::size_t{1} << c, std::align_val_t{std::size_t{1} << page_class});
+  }
+  static void raw_free(void* p, int c) {
+    if (c < page_class) {
+      ::operator delete(p);
+    } else {
+      ::operator delete (p, std::align_val_t{std::size_t{1} << page_class});
+    }
+  }
+
   std::mutex lock_;
-  std::vector<void*> free_[max_class - min_class + 1];
+  std::vector<block> free_[max_class - min_class + 1];
   std::size_t cached_ = 0;
 };
 large_block_cache& large_blocks() {
@@ -99,9 +129,9 @@ message_ptr message::allocate(std::size_t payload_capacity) {
   const std::size_t bytes = sizeof(message) + payload_capacity;
   const int c = large_block_cache::class_of(bytes);
   if (c <= large_block_cache::max_class) {
-    void* p = large_blocks().get(c);
-    return message_ptr(new (p) message(
-        static_cast<std::uint32_t>((std::size_t{1} << c) - sizeof(message)), false));
+    auto b = large_blocks().get(c);
+    return message_ptr(new (b.memory) message(
+        static_cast<std::uint32_t>((std::size_t{1} << c) - sizeof(message)), false, b.locked));
   }
   void* p = ::operator new(bytes);
   return message_ptr(new (p) message(static_cast<std::uint32_t>(payload_capacity), false));
@@ -118,6 +148,7 @@ void message::reserve(message_ptr& m, std::size_t payload_capacity, std::size_t 
 
 void message_deleter::operator()(message* m) const noexcept {
   const bool pooled = m->pooled_;
+  const bool locked = m->locked_;
   const std::size_t bytes = sizeof(message) + m->capacity_;
   m->~message();
   if (pooled) {
@@ -126,9 +157,22 @@ void message_deleter::operator()(message* m) const noexcept {
   }
   const int c = large_block_cache::class_of(bytes);
   if (c <= large_block_cache::max_class && (std::size_t{1} << c) == bytes)
-    large_blocks().put(m, c);
+    large_blocks().put({m, locked}, c);
   else
     ::operator delete(m);
 }
+
+bool set_large_block_locking(block_locking locking) noexcept {
+  if (locking.lock == nullptr || locking.unlock == nullptr) return false;
+  static std::mutex installing;
+  std::lock_guard guard(installing);
+  if (lock_block.load() != nullptr) return false;
+  // The unlock function first: a block locked by `lock` must always find it.
+  unlock_block.store(locking.unlock, std::memory_order_release);
+  lock_block.store(locking.lock, std::memory_order_release);
+  return true;
+}
+
+bool is_locked_block(const message& m) noexcept { return m.locked_; }
 
 }  // namespace roam::detail

@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -429,6 +431,82 @@ TEST(RangeCopies, WriteAPartIntoEveryValidCopy) {
       .submit();  // reads the device's copy, which must hold the write too
   EXPECT_EQ(x.to_vector()[999], 101u);
   EXPECT_EQ(rt.statistics().copies_to_device, middle.copies_to_device);
+}
+
+/// A contiguous range of unsigned that owns its elements and counts its destructions.
+struct counted_values {
+  std::vector<unsigned> values;
+  std::shared_ptr<std::atomic<int>> destroyed;
+  counted_values(std::size_t n, unsigned v, std::shared_ptr<std::atomic<int>> counter)
+      : values(n, v), destroyed(std::move(counter)) {}
+  counted_values(counted_values&& other) noexcept = default;
+  counted_values(const counted_values&) = delete;
+  counted_values& operator=(const counted_values&) = delete;
+  counted_values& operator=(counted_values&&) = delete;
+  ~counted_values() {
+    if (destroyed) ++*destroyed;
+  }
+  unsigned* begin() { return values.data(); }
+  unsigned* end() { return values.data() + values.size(); }
+  const unsigned* begin() const { return values.data(); }
+  const unsigned* end() const { return values.data() + values.size(); }
+};
+
+TEST(RangeCopies, AWriteTakesItsSourceOverAndStagesOnlyWhereADeviceNeedsIt) {
+  roam::hetero_runtime rt(test_options());
+  const int gpu = discrete_device(rt);
+  // CUDA copies asynchronously only from page-locked memory; the host and OpenCL backends from
+  // any memory.
+  const bool pageable_staged = rt.devices()[gpu]->info().backend == roam::backend::cuda;
+  roam::hetero_object<unsigned> x(1000, 1u);
+  roam::hetero_task(increment, roam::launch_dims::linear(1000, 64), roam::inout(x), 1000)
+      .on_device(gpu)
+      .submit()
+      .wait();  // x = 2, valid on the device only
+  auto before = rt.statistics();
+
+  // A span is copied before the call returns, so its memory may change at once.
+  std::vector<unsigned> sevens(3, 7u);
+  (void)x.write_range(10, std::span(sevens));
+  std::fill(sevens.begin(), sevens.end(), 0u);
+  EXPECT_EQ(rt.statistics().staged_range_copies, before.staged_range_copies + 1);
+
+  // A source taken over is kept until the transfer is done, then destroyed, never copied where
+  // the device copies from its memory directly.
+  auto destroyed = std::make_shared<std::atomic<int>>(0);
+  counted_values nines(5, 9u, destroyed);
+  const auto write = x.write_range(20, std::move(nines));
+  write.wait();
+  rt.wait_all();  // the spent source is dropped by then
+  EXPECT_EQ(destroyed->load(), 1) << "the source taken over outlived its write";
+  EXPECT_EQ(rt.statistics().staged_range_copies,
+            before.staged_range_copies + (pageable_staged ? 2 : 1));
+  EXPECT_EQ(x.state_on(gpu), roam::coherence::modified) << "the write moved the object";
+  EXPECT_EQ(rt.statistics().copies_to_device, before.copies_to_device);
+
+  // Reads land in pageable memory directly except on CUDA.
+  before = rt.statistics();
+  std::vector<unsigned> part(12, 0u);
+  x.read_range(10, std::span(part)).wait();
+  EXPECT_EQ(rt.statistics().staged_range_copies,
+            before.staged_range_copies + (pageable_staged ? 1 : 0));
+  std::vector<unsigned> expected{7, 7, 7, 2, 2, 2, 2, 2, 2, 2, 9, 9};
+  EXPECT_EQ(part, expected);
+
+  // Memory locked for the devices: CUDA then copies straight into and out of it as well.
+  constexpr std::size_t page = 4096;
+  auto* locked = static_cast<unsigned*>(std::aligned_alloc(page, page));
+  ASSERT_NE(locked, nullptr);
+  const bool did_lock = roam::lock_host_memory(locked, page);
+  EXPECT_EQ(did_lock, pageable_staged) << "locking is for CUDA devices only";
+  before = rt.statistics();
+  x.read_range(10, std::span(locked, 12)).wait();
+  EXPECT_TRUE(std::equal(expected.begin(), expected.end(), locked));
+  EXPECT_EQ(rt.statistics().staged_range_copies, before.staged_range_copies);
+  if (did_lock) roam::unlock_host_memory(locked);
+  std::free(locked);
+  auto all = x.to_vector();
+  EXPECT_EQ(std::count(all.begin(), all.end(), 2u), 1000 - 8);
 }
 
 TEST(RangeCopies, OrderWithHeldRequestsAndCheckBounds) {

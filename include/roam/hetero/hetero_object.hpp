@@ -10,7 +10,10 @@
 // the host if they are the only valid copy) when a device runs short, least recently used first.
 // Everything is freed when the last hetero_object handle and the last task using it are gone.
 // Threading: handles may be copied and used from any thread; all copies name the same data.
+#include <concepts>
 #include <cstring>
+#include <memory>
+#include <ranges>
 #include <span>
 #include <type_traits>
 #include <utility>
@@ -58,10 +61,11 @@ hetero_future<void*> request_host_access(const std::shared_ptr<hetero_object_sta
                                          data_access access);
 void release_host_access(hetero_object_state& object);
 /// read_range (write false) and write_range (write true) of `count` elements of `element_size`
-/// bytes from element `first`, in an object of `size` elements; checks the bounds.
+/// bytes from element `first`, in an object of `size` elements; checks the bounds. A write with
+/// an `owner` (holding the memory at `data`) may keep it instead of copying.
 device_event copy_range(const std::shared_ptr<hetero_object_state>& object,
                         std::size_t element_size, std::size_t size, bool write, std::size_t first,
-                        std::size_t count, void* data);
+                        std::size_t count, void* data, std::shared_ptr<void> owner = {});
 device_event tasks_done(const hetero_object_state& object);
 void evict_everywhere(const std::shared_ptr<hetero_object_state>& object);
 coherence copy_state(const hetero_object_state& object, int device) noexcept;
@@ -151,6 +155,26 @@ class hetero_object {
   hetero_future<void> write_range(std::size_t first, std::span<const T> source) {
     return {detail::copy_range(state_, sizeof(T), count_, true, first, source.size(),
                                const_cast<T*>(source.data())),
+            [] {}};
+  }
+  /// write_range taking `source` over: a container that owns its elements (a std::vector<T>, a
+  /// roam::buffer<T>), passed as an rvalue. Where every device can copy from its memory directly
+  /// (any memory for the host and OpenCL backends; page-locked memory for CUDA, which large
+  /// roam::buffer blocks are once a CUDA device is in use, see lock_host_memory) it is kept, not
+  /// copied, and destroyed once the bytes reached every copy (on one of the framework's threads);
+  /// otherwise it is copied and destroyed before the call returns. So a halo that arrived in a
+  /// roam::buffer goes to the device without a copy on the host.
+  /// Ordering and errors: as write_range(first, span).
+  template <class Source>
+  requires(!std::is_lvalue_reference_v<Source> && !std::ranges::borrowed_range<Source> &&
+           std::ranges::contiguous_range<Source> && std::ranges::sized_range<Source> &&
+           std::same_as<std::ranges::range_value_t<Source>, T>)
+      hetero_future<void> write_range(std::size_t first, Source&& source) {
+    auto owner = std::make_shared<Source>(std::forward<Source>(source));  // an rvalue: moved
+    auto* data = std::ranges::data(*owner);
+    const auto count = static_cast<std::size_t>(std::ranges::size(*owner));
+    return {detail::copy_range(state_, sizeof(T), count_, true, first, count, const_cast<T*>(data),
+                               std::move(owner)),
             [] {}};
   }
 

@@ -60,6 +60,10 @@ struct hetero_statistics {
   /// their bytes; counted apart from the protocol's whole-object copies above.
   std::uint64_t range_transfers = 0;
   std::uint64_t range_bytes = 0;
+  /// Range copies whose bytes went through the framework's staging memory: a write_range source
+  /// copied (a span, or a source the devices cannot copy from directly), a read landing there
+  /// before the destination (a CUDA read into pageable memory).
+  std::uint64_t staged_range_copies = 0;
   std::uint64_t device_bytes_in_use = 0;  ///< held by object copies on all devices, now
 };
 

@@ -108,22 +108,23 @@ struct global_hetero_access {
                         ") are outside the object's " + std::to_string(object.size()));
   }
 
-  /// Runs on the owner: the values into [offset, offset + count) of every valid copy. Waits
+  /// Runs on the owner: the values into [offset, offset + count) of every valid copy, the
+  /// arrived block taken over (no staging copy where the devices copy from it directly). Waits
   /// (suspending the handler) until they are there.
-  static hetero_object<T> write(std::uint64_t id, std::uint64_t offset,
-                                const roam::buffer<T>& values) {
+  static hetero_object<T> write(std::uint64_t id, std::uint64_t offset, roam::buffer<T> values) {
     hetero_object<T> target = object(id);
     check_range(target, offset, values.size(), "put");
-    target.write_range(static_cast<std::size_t>(offset), values.span()).wait();
+    target.write_range(static_cast<std::size_t>(offset), std::move(values)).wait();
     return target;
   }
   static void put_on_owner(std::uint64_t id, std::uint64_t offset, roam::buffer<T> values) {
-    (void)write(id, offset, values);
+    (void)write(id, offset, std::move(values));
   }
   template <class OnArrival>
   static void put_and_notify(std::uint64_t id, std::uint64_t offset, roam::buffer<T> values) {
-    hetero_object<T> target = write(id, offset, values);
-    OnArrival{}(target, static_cast<std::size_t>(offset), values.size());
+    const std::size_t count = values.size();
+    hetero_object<T> target = write(id, offset, std::move(values));
+    OnArrival{}(target, static_cast<std::size_t>(offset), count);
   }
   /// Runs on the owner: elements [offset, offset + count) straight into the reply's block.
   static roam::buffer<T> get_on_owner(std::uint64_t id, std::uint64_t offset, std::uint64_t count) {

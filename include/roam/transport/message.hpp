@@ -4,7 +4,7 @@
 // The same bytes travel between virtual nodes of the in-process transport and between MPI
 // ranks, so serialization bugs show up without MPI. Small blocks come from per-thread
 // pools, large ones from a size-classed cache (src/transport/message.cpp); both go back there
-// after delivery.
+// after delivery. Large blocks may be page-locked for devices (set_large_block_locking).
 #pragma once
 
 #include <roam/transport/node_id.hpp>
@@ -84,10 +84,12 @@ class message : public work_item {
 
  private:
   friend struct message_deleter;
-  explicit message(std::uint32_t capacity, bool pooled) noexcept
-      : capacity_(capacity), pooled_(pooled) {}
+  friend bool is_locked_block(const message& m) noexcept;
+  explicit message(std::uint32_t capacity, bool pooled, bool locked = false) noexcept
+      : capacity_(capacity), pooled_(pooled), locked_(locked) {}
   std::uint32_t capacity_;
   bool pooled_;
+  bool locked_;  ///< page-locked by the installed block_locking (large cached blocks only)
   [[maybe_unused]] std::uint64_t padding_ =
       0;  // puts the payload on a 16-byte boundary (see below)
 
@@ -100,5 +102,27 @@ static_assert(sizeof(message) % 16 == 0);
 
 /// Payload capacity of pooled blocks; larger messages are allocated to size.
 inline constexpr std::size_t pooled_payload_capacity = 1024 - 64 - 16;
+
+/// Page-locking of large message blocks, for devices that copy to and from page-locked memory
+/// directly and asynchronously (CUDA): a roam::buffer that arrived by MPI can then go to a GPU,
+/// and a plane read from one land in a buffer about to be sent, without a staging copy.
+/// roam::hetero_mobile installs it; the transport knows nothing of devices.
+/// `lock` returns whether it locked the range (it may decline: no device wants it); a locked
+/// block is unlocked before its memory is freed. Blocks of at least `locked_block_min_bytes`
+/// that the large-block cache keeps are locked, once each (they are page-aligned and a whole
+/// number of pages, so no two share a page), when allocated or when reused after a refusal.
+struct block_locking {
+  bool (*lock)(void* memory, std::size_t bytes) noexcept = nullptr;
+  void (*unlock)(void* memory) noexcept = nullptr;
+};
+inline constexpr std::size_t locked_block_min_bytes = std::size_t{64} << 10;
+
+/// Installs `locking` for the process. The first installation stays: later calls change
+/// nothing and return false (blocks locked by one pair of functions are unlocked by the same).
+/// Thread-safe.
+bool set_large_block_locking(block_locking locking) noexcept;
+
+/// Whether `m` is a page-locked block (for tests and diagnostics).
+[[nodiscard]] bool is_locked_block(const message& m) noexcept;
 
 }  // namespace roam::detail
