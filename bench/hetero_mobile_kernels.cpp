@@ -21,3 +21,11 @@ ROAM_KERNEL(bounce_increment, (roam_global unsigned* x, int n), {
   const int i = (int)roam_global_id(0);
   if (i < n) x[i] += 1u;
 })
+
+ROAM_KERNEL(copy_elements,
+            (roam_global const double* from, roam_global double* to, int from_first, int to_first,
+             int count),
+            {
+              const int i = (int)roam_global_id(0);
+              if (i < count) to[to_first + i] = from[from_first + i];
+            })

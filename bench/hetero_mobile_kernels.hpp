@@ -10,3 +10,7 @@
 ROAM_DECLARE_KERNEL(jacobi_step);
 // x[i] += 1 for i < n. Arguments: (unsigned* x, int n).
 ROAM_DECLARE_KERNEL(bounce_increment);
+// to[to_first + i] = from[from_first + i] for i < count: a halo plane copied between two blocks'
+// grids on one device. Arguments: (const double* from, double* to, int from_first, int to_first,
+// int count).
+ROAM_DECLARE_KERNEL(copy_elements);
