@@ -298,6 +298,7 @@ double run_roam(const problem& p, int od, double& checksum) {
     for (int b = 0; b < od; ++b)
       mine.push_back(roam::make_mobile<jacobi_block>(p, planes, rank == 0 && b == 0));
     std::vector<grid_pointers> my_grids;
+    my_grids.reserve(mine.size());
     for (auto& block : mine) my_grids.push_back(block.call<&jacobi_block::publish_grids>().get());
     std::vector<roam::mobile_ptr<jacobi_block>> all;
     for (auto& part : roam::allgather(mine)) all.insert(all.end(), part.begin(), part.end());

@@ -15,6 +15,7 @@
 // application thread before the first task) and keep it alive until roam::run returns.
 #include <roam/hetero.hpp>
 #include <roam/hetero_mobile/detail/locked_message_blocks.hpp>
+#include <roam/hetero_mobile/detail/owned_buffers.hpp>
 #include <roam/hetero_mobile/global_hetero_ptr.hpp>
 #include <roam/hetero_mobile/hetero_object_serialization.hpp>
 #include <roam/roam.hpp>

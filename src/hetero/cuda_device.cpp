@@ -55,13 +55,9 @@ class cuda_device final : public device {
     return static_cast<unsigned>(streams_.size() - 2);
   }
 
-  bool direct_host_transfers(const void* memory) const noexcept override {
-    cudaPointerAttributes attributes{};
-    if (cudaPointerGetAttributes(&attributes, memory) != cudaSuccess) {
-      cudaGetLastError();  // not an error worth keeping: the answer is "no"
-      return false;
-    }
-    return attributes.type == cudaMemoryTypeHost;  // cudaHostAlloc'd or registered
+  bool direct_host_transfers(const void* memory, std::size_t bytes) const noexcept override {
+    return bytes == 0 ||
+           (page_locked(memory) && page_locked(static_cast<const char*>(memory) + bytes - 1));
   }
 
   device_buffer allocate(std::size_t bytes) override {
@@ -145,6 +141,15 @@ class cuda_device final : public device {
  private:
   void select() const { check(cudaSetDevice(ordinal_), "cudaSetDevice"); }
 
+  static bool page_locked(const void* memory) noexcept {
+    cudaPointerAttributes attributes{};
+    if (cudaPointerGetAttributes(&attributes, memory) != cudaSuccess) {
+      cudaGetLastError();  // not an error worth keeping: the answer is "no"
+      return false;
+    }
+    return attributes.type == cudaMemoryTypeHost;  // cudaHostAlloc'd or registered
+  }
+
   /// The position of `queue`'s stream, after making it wait for `after` on the device.
   std::size_t prepare(device_queue queue, std::span<const device_event> after) {
     select();
@@ -177,14 +182,20 @@ class cuda_device final : public device {
 /// Set once a CUDA device was discovered: locking memory before is of no use (and would create
 /// a CUDA context in programs that never use one).
 std::atomic<bool> cuda_devices_found{false};
+/// Registrations the driver refused; past a few, it is out of lockable memory and asking again
+/// (for every message block reused) would only cost time.
+std::atomic<int> cuda_lock_refusals{0};
+constexpr int cuda_lock_refusal_limit = 8;
 
 }  // namespace
 
 bool cuda_lock_host_memory(void* memory, std::size_t bytes) noexcept {
-  if (!cuda_devices_found.load(std::memory_order_acquire) || memory == nullptr || bytes == 0)
+  if (!cuda_devices_found.load(std::memory_order_acquire) || memory == nullptr || bytes == 0 ||
+      cuda_lock_refusals.load(std::memory_order_relaxed) >= cuda_lock_refusal_limit)
     return false;
   if (cudaHostRegister(memory, bytes, cudaHostRegisterPortable) == cudaSuccess) return true;
   cudaGetLastError();  // refused (too much locked, an overlap): the memory stays pageable
+  cuda_lock_refusals.fetch_add(1, std::memory_order_relaxed);
   return false;
 }
 

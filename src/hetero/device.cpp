@@ -145,7 +145,9 @@ constexpr bool cuda_built = false;
 #endif
 }  // namespace
 
-bool device::direct_host_transfers(const void* /*memory*/) const noexcept { return true; }
+bool device::direct_host_transfers(const void* /*memory*/, std::size_t /*bytes*/) const noexcept {
+  return true;
+}
 
 bool lock_host_memory(void* memory, std::size_t bytes) noexcept {
 #if defined(ROAM_HAVE_CUDA)

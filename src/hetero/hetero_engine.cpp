@@ -224,8 +224,9 @@ void hetero_engine::drain(std::unique_lock<std::mutex>& inbox_lock) {
           // What a backend thread's drain left because it would have had to block.
           for (auto& task : engine_thread_only_) retry_.push_back(std::move(task));
           engine_thread_only_.clear();
-          if (!deferred_burials_.empty()) {
+          if (!deferred_burials_.empty() || !deferred_sources_.empty()) {
             dead.swap(deferred_burials_);
+            sources.swap(deferred_sources_);
             --burials_;  // counted again below, with this drain's own
           }
         }
@@ -236,15 +237,24 @@ void hetero_engine::drain(std::unique_lock<std::mutex>& inbox_lock) {
           // thread leaves that to the engine thread (the counted burial stays open until then).
           // Only the last reference frees anything; most are handles of objects still alive.
           if (draining_on_backend && object.use_count() == 1 && in_use(*object)) {
-            if (deferred_burials_.empty()) ++burials_;  // one count for the deferred set
+            if (deferred_burials_.empty() && deferred_sources_.empty())
+              ++burials_;  // one count for the deferred sets
             deferred_burials_.push_back(std::move(object));
           } else {
             dead.push_back(std::move(object));
           }
         }
         graveyard_.clear();
-        sources.swap(spent_sources_);
-        if (!deferred_burials_.empty() && !engine_thread) request_engine_thread();
+        if (draining_on_backend && !spent_sources_.empty()) {
+          if (deferred_burials_.empty() && deferred_sources_.empty()) ++burials_;
+          for (auto& source : spent_sources_) deferred_sources_.push_back(std::move(source));
+          spent_sources_.clear();
+        } else {
+          for (auto& source : spent_sources_) sources.push_back(std::move(source));
+          spent_sources_.clear();
+        }
+        if ((!deferred_burials_.empty() || !deferred_sources_.empty()) && !engine_thread)
+          request_engine_thread();
         if (!dead.empty() || !sources.empty()) ++burials_;
       }
       bury(dead, sources);
@@ -803,9 +813,9 @@ hetero_engine::attempt_result hetero_engine::attempt(
 
 // ---- range copies ----------------------------------------------------------------------------
 
-bool hetero_engine::direct_everywhere(const void* memory) const noexcept {
+bool hetero_engine::direct_everywhere(const void* memory, std::size_t bytes) const noexcept {
   for (std::size_t d = 0; d < devices_.size(); ++d) {
-    if (spaces_[d] != 0 && !devices_[d]->direct_host_transfers(memory)) return false;
+    if (spaces_[d] != 0 && !devices_[d]->direct_host_transfers(memory, bytes)) return false;
   }
   return true;
 }
@@ -821,7 +831,7 @@ device_event hetero_engine::copy_range(const std::shared_ptr<hetero_object_state
   range.bytes = bytes;
   // Staging costs a memcpy of the range: only where a device needs it (CUDA and pageable memory)
   // or, for a write, where the caller keeps its memory (a span).
-  const bool staged = (write && !owner) || !direct_everywhere(data);
+  const bool staged = (write && !owner) || !direct_everywhere(data, bytes);
   if (staged) {
     std::lock_guard lock(mutex_);
     range.staging = host_pool_->allocate(bytes);

@@ -220,8 +220,9 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   [[nodiscard]] std::vector<int> eligible_devices(const hetero_task_state& task) const;
   [[nodiscard]] std::size_t bytes_to_move(const hetero_task_state& task, int device_index) const;
   [[nodiscard]] device* device_of_space(int space) const;
-  /// Whether every device with memory of its own copies to and from `memory` directly.
-  [[nodiscard]] bool direct_everywhere(const void* memory) const noexcept;
+  /// Whether every device with memory of its own copies to and from [memory, memory + bytes)
+  /// directly.
+  [[nodiscard]] bool direct_everywhere(const void* memory, std::size_t bytes) const noexcept;
 
   std::vector<std::unique_ptr<device>> devices_;
   std::vector<int> spaces_;                                 ///< memory space of each device
@@ -251,6 +252,9 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   /// eviction would wait, and objects whose memory is still in use.
   std::vector<std::shared_ptr<hetero_task_state>> engine_thread_only_;
   std::vector<std::shared_ptr<hetero_object_state>> deferred_burials_;
+  /// Range writes' spent sources a backend thread's drain left: their destructors are the
+  /// application's (and may block), so the engine thread runs them.
+  std::vector<std::shared_ptr<void>> deferred_sources_;
   std::size_t burials_ = 0;
   bool shutting_down_ = false;  ///< graveyards being dropped
   bool ended_ = false;          ///< stop() was called: nothing may be submitted any more

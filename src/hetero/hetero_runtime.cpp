@@ -137,16 +137,21 @@ hetero_future<void*> request_host_access(const std::shared_ptr<hetero_object_sta
 
 void release_host_access(hetero_object_state& object) { object.engine->release_host(object); }
 
+void check_range(std::size_t size, std::size_t first, std::size_t count, bool write) {
+  if (first > size || count > size - first) {
+    throw std::out_of_range(std::string("roam: hetero_object::") +
+                            (write ? "write_range" : "read_range") + "() of elements [" +
+                            std::to_string(first) + ", " + std::to_string(first + count) +
+                            ") of an object of " + std::to_string(size) + " elements");
+  }
+}
+
 device_event copy_range(const std::shared_ptr<hetero_object_state>& object,
                         std::size_t element_size, std::size_t size, bool write, std::size_t first,
                         std::size_t count, void* data, std::shared_ptr<void> owner) {
   const char* what = write ? "write_range" : "read_range";
   if (!object) throw device_error(std::string("roam: ") + what + "() on an empty hetero_object");
-  if (first > size || count > size - first) {
-    throw std::out_of_range(std::string("roam: hetero_object::") + what + "() of elements [" +
-                            std::to_string(first) + ", " + std::to_string(first + count) +
-                            ") of an object of " + std::to_string(size) + " elements");
-  }
+  check_range(size, first, count, write);
   if (count == 0) return device_event::completed();
   return object->engine->copy_range(object, write, first * element_size, count * element_size, data,
                                     std::move(owner));

@@ -8,6 +8,8 @@
 
 #include "../common/thread_block_pool.hpp"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <limits>
@@ -45,13 +47,22 @@ using small_blocks = thread_block_pool<block_bytes, 64>;
 std::atomic<bool (*)(void*, std::size_t) noexcept> lock_block{nullptr};
 std::atomic<void (*)(void*) noexcept> unlock_block{nullptr};
 
+/// The system's page size (4 KiB on x86-64; 16 or 64 KiB on some Arm systems).
+std::size_t page_bytes() noexcept {
+  static const std::size_t bytes = [] {
+    const long reported = ::sysconf(_SC_PAGESIZE);
+    return reported > 0 ? static_cast<std::size_t>(reported) : std::size_t{4096};
+  }();
+  return bytes;
+}
+
 // Large blocks, by power-of-two class, kept after use: allocating megabytes afresh for
 // every large message costs page faults and zeroing that dwarf the copy itself. From one page
 // up they are page-aligned, so a block page-locked for devices shares no page with other memory.
 class large_block_cache {
  public:
-  static constexpr int min_class = 11, max_class = 27;          // 2 KiB .. 128 MiB
-  static constexpr int page_class = 12, locked_min_class = 16;  // 4 KiB, 64 KiB
+  static constexpr int min_class = 11, max_class = 27;  // 2 KiB .. 128 MiB
+  static constexpr int locked_min_class = 17;           // 128 KiB
   static_assert((std::size_t{1} << locked_min_class) == locked_block_min_bytes);
   static constexpr std::size_t max_cached_bytes = std::size_t{256} << 20;
 
@@ -77,7 +88,8 @@ class large_block_cache {
       }
     }
     if (b.memory == nullptr) b.memory = raw_allocate(c);
-    if (!b.locked && c >= locked_min_class) {
+    // A block smaller than a page (64 KiB pages) would share one: never locked.
+    if (!b.locked && c >= locked_min_class && page_aligned(c)) {
       if (auto* lock = lock_block.load(std::memory_order_acquire))
         b.locked = lock(b.memory, std::size_t{1} << c);
     }
@@ -97,15 +109,16 @@ class large_block_cache {
   }
 
  private:
+  static bool page_aligned(int c) noexcept { return (std::size_t{1} << c) >= page_bytes(); }
   static void* raw_allocate(int c) {
-    if (c < page_class) return ::operator new (std::size_t{1} << c);
-    return ::operator new (std::size_t{1} << c, std::align_val_t{std::size_t{1} << page_class});
+    if (!page_aligned(c)) return ::operator new (std::size_t{1} << c);
+    return ::operator new (std::size_t{1} << c, std::align_val_t{page_bytes()});
   }
   static void raw_free(void* p, int c) {
-    if (c < page_class) {
+    if (!page_aligned(c)) {
       ::operator delete(p);
     } else {
-      ::operator delete (p, std::align_val_t{std::size_t{1} << page_class});
+      ::operator delete (p, std::align_val_t{page_bytes()});
     }
   }
 
@@ -164,11 +177,10 @@ void message_deleter::operator()(message* m) const noexcept {
 
 bool set_large_block_locking(block_locking locking) noexcept {
   if (locking.lock == nullptr || locking.unlock == nullptr) return false;
-  static std::mutex installing;
-  std::lock_guard guard(installing);
-  if (lock_block.load() != nullptr) return false;
-  // The unlock function first: a block locked by `lock` must always find it.
-  unlock_block.store(locking.unlock, std::memory_order_release);
+  // The unlock function first (claimed by one caller): a block locked by `lock` always finds it.
+  void (*no_unlock)(void*) noexcept = nullptr;
+  if (!unlock_block.compare_exchange_strong(no_unlock, locking.unlock, std::memory_order_acq_rel))
+    return false;
   lock_block.store(locking.lock, std::memory_order_release);
   return true;
 }

@@ -452,6 +452,14 @@ struct counted_values {
   const unsigned* end() const { return values.data() + values.size(); }
 };
 
+}  // namespace
+
+// A container of the application's own, declared as owning its elements (opt-in).
+template <>
+inline constexpr bool roam::owns_contiguous_elements<counted_values> = true;
+
+namespace {
+
 TEST(RangeCopies, AWriteTakesItsSourceOverAndStagesOnlyWhereADeviceNeedsIt) {
   roam::hetero_runtime rt(test_options());
   const int gpu = discrete_device(rt);
@@ -484,6 +492,18 @@ TEST(RangeCopies, AWriteTakesItsSourceOverAndStagesOnlyWhereADeviceNeedsIt) {
   EXPECT_EQ(x.state_on(gpu), roam::coherence::modified) << "the write moved the object";
   EXPECT_EQ(rt.statistics().copies_to_device, before.copies_to_device);
 
+  // A view is copied at once even as an rvalue (it owns nothing), and a range outside the
+  // object leaves the source with the caller.
+  before = rt.statistics();
+  roam::hetero_object<unsigned> y(3, 4u);
+  (void)x.write_range(600, y.request(roam::data_access::read).get());
+  y.release();
+  EXPECT_EQ(rt.statistics().staged_range_copies, before.staged_range_copies + 1);
+  std::vector<unsigned> kept(5, 1u);
+  EXPECT_THROW((void)x.write_range(998, std::move(kept)), std::out_of_range);
+  // NOLINTNEXTLINE(bugprone-use-after-move): the call must not have taken it
+  EXPECT_EQ(kept.size(), 5u) << "a failed call consumed its source";
+
   // Reads land in pageable memory directly except on CUDA.
   before = rt.statistics();
   std::vector<unsigned> part(12, 0u);
@@ -506,7 +526,8 @@ TEST(RangeCopies, AWriteTakesItsSourceOverAndStagesOnlyWhereADeviceNeedsIt) {
   if (did_lock) roam::unlock_host_memory(locked);
   std::free(locked);
   auto all = x.to_vector();
-  EXPECT_EQ(std::count(all.begin(), all.end(), 2u), 1000 - 8);
+  EXPECT_EQ(std::count(all.begin(), all.end(), 2u), 1000 - 11);
+  EXPECT_EQ(all[601], 4u);
 }
 
 TEST(RangeCopies, OrderWithHeldRequestsAndCheckBounds) {

@@ -245,6 +245,17 @@ TEST(HeteroGlobalPointers, PutAndGetReachDeviceDataOnTheOwner) {
       EXPECT_EQ(after.copies_to_device, before.copies_to_device);
       EXPECT_EQ(own.to_vector()[9], 6u);
       roam::unpublish(here).get();
+
+      // The owner hands the arrived block to write_range: the values go to the device without a
+      // staging copy (with CUDA because a block this large is page-locked).
+      roam::hetero_object<unsigned> large(std::size_t{1} << 16, 1u);
+      submit_increment(large).wait();
+      const auto big = roam::publish(large);
+      const auto staged = runtime.statistics().staged_range_copies;
+      roam::put(big, std::span<const unsigned>(std::vector<unsigned>(large.size(), 7u))).get();
+      EXPECT_EQ(runtime.statistics().staged_range_copies, staged) << "the put copied its values";
+      EXPECT_EQ(large.to_vector()[12345], 7u);
+      roam::unpublish(big).get();
     }
     roam::barrier();
     std::vector<unsigned> all(n, 9u);

@@ -205,13 +205,14 @@ class device {
   [[nodiscard]] virtual void* allocate_host(std::size_t bytes);
   virtual void release_host(void* memory, std::size_t bytes) noexcept;
 
-  /// Whether copies between this device and the host memory at `memory` run straight from and
-  /// to it, asynchronously and at full speed: any memory for the host and OpenCL backends; for
-  /// CUDA only page-locked memory (allocate_host's, or ranges lock_host_memory locked), since a
-  /// CUDA copy from pageable memory waits for the stream and goes through the driver's own
-  /// staging. The framework stages range copies through its page-locked pool otherwise.
-  /// Thread-safe.
-  [[nodiscard]] virtual bool direct_host_transfers(const void* memory) const noexcept;
+  /// Whether copies between this device and the host memory [memory, memory + bytes) run
+  /// straight from and to it, asynchronously and at full speed: any memory for the host and
+  /// OpenCL backends; for CUDA only page-locked memory (allocate_host's, or ranges
+  /// lock_host_memory locked; both ends of the range are checked), since a CUDA copy from
+  /// pageable memory waits for the stream and goes through the driver's own staging. The
+  /// framework stages range copies through its page-locked pool otherwise. Thread-safe.
+  [[nodiscard]] virtual bool direct_host_transfers(const void* memory,
+                                                   std::size_t bytes) const noexcept;
 
   /// Asynchronous copies. Host memory must stay valid and untouched until the event is ready.
   virtual device_event copy_to_device(device_queue queue, device_buffer destination,
@@ -280,7 +281,9 @@ struct device_discovery_options {
 /// memory then works as before, through staging). Locking costs about as much as touching every
 /// page once; lock memory that is reused, not each new block. Memory locked must be unlocked with
 /// unlock_host_memory before it is freed, and ranges must not overlap (whole pages are locked).
-/// Large roam::buffer blocks are locked this way by roam::hetero_mobile. Thread-safe.
+/// After 8 refusals by the driver (out of lockable memory, say) it stops trying for the rest of
+/// the process. Large message blocks (roam::buffer's among them) are locked this way by
+/// roam::hetero_mobile. Thread-safe.
 bool lock_host_memory(void* memory, std::size_t bytes) noexcept;
 /// Undoes lock_host_memory(memory, ...), which returned true. Thread-safe.
 void unlock_host_memory(void* memory) noexcept;

@@ -38,6 +38,15 @@ template <class T>
 object_argument argument_of(const hetero_object<T>& object, data_access access);
 }  // namespace detail
 
+/// Containers that own their elements, which hetero_object::write_range may take over instead
+/// of copying: std::vector<T> here, roam::buffer<T> with roam/hetero_mobile.hpp. Specialize it
+/// (true) for a container of your own whose destruction frees its elements and whose move keeps
+/// them valid in the moved-to object; views (std::span, host_view) must stay false.
+template <class Container>
+inline constexpr bool owns_contiguous_elements = false;
+template <class T, class Allocator>
+inline constexpr bool owns_contiguous_elements<std::vector<T, Allocator>> = true;
+
 /// The host's view of an object's data while a request is held.
 template <class T>
 class host_view {
@@ -60,6 +69,9 @@ namespace detail {
 hetero_future<void*> request_host_access(const std::shared_ptr<hetero_object_state>& object,
                                          data_access access);
 void release_host_access(hetero_object_state& object);
+/// Throws std::out_of_range unless [first, first + count) lies within an object of `size`
+/// elements (`write`: names write_range in the message, else read_range).
+void check_range(std::size_t size, std::size_t first, std::size_t count, bool write);
 /// read_range (write false) and write_range (write true) of `count` elements of `element_size`
 /// bytes from element `first`, in an object of `size` elements; checks the bounds. A write with
 /// an `owner` (holding the memory at `data`) may keep it instead of copying.
@@ -157,22 +169,28 @@ class hetero_object {
                                const_cast<T*>(source.data())),
             [] {}};
   }
-  /// write_range taking `source` over: a container that owns its elements (a std::vector<T>, a
-  /// roam::buffer<T>), passed as an rvalue. Where every device can copy from its memory directly
-  /// (any memory for the host and OpenCL backends; page-locked memory for CUDA, which large
-  /// roam::buffer blocks are once a CUDA device is in use, see lock_host_memory) it is kept, not
-  /// copied, and destroyed once the bytes reached every copy (on one of the framework's threads);
-  /// otherwise it is copied and destroyed before the call returns. So a halo that arrived in a
-  /// roam::buffer goes to the device without a copy on the host.
-  /// Ordering and errors: as write_range(first, span).
+  /// write_range taking `source` over: a container that owns its elements
+  /// (owns_contiguous_elements: a std::vector<T>, a roam::buffer<T>), passed as an rvalue. Where
+  /// every device can copy from its memory directly (any memory for the host and OpenCL
+  /// backends; page-locked memory for CUDA, which large roam::buffer blocks are once a CUDA
+  /// device is in use, see lock_host_memory) it is kept, not copied, and destroyed once the
+  /// bytes reached every copy (by the engine thread, or the thread that drains the engine's work
+  /// where that is not a backend's own thread); otherwise it is copied and destroyed before the
+  /// call returns. So a halo that arrived in a roam::buffer goes to the device without a copy on
+  /// the host.
+  /// Ordering and errors: as write_range(first, span). The range is checked before `source` is
+  /// taken (an out_of_range leaves it with the caller); once taken, it is consumed whatever
+  /// happens next.
   template <class Source>
-  requires(!std::is_lvalue_reference_v<Source> && !std::ranges::borrowed_range<Source> &&
+  requires(!std::is_lvalue_reference_v<Source> &&
+           owns_contiguous_elements<std::remove_cvref_t<Source>> &&
            std::ranges::contiguous_range<Source> && std::ranges::sized_range<Source> &&
            std::same_as<std::ranges::range_value_t<Source>, T>)
       hetero_future<void> write_range(std::size_t first, Source&& source) {
-    auto owner = std::make_shared<Source>(std::forward<Source>(source));  // an rvalue: moved
+    const auto count = static_cast<std::size_t>(std::ranges::size(source));
+    detail::check_range(count_, first, count, true);
+    auto owner = std::make_shared<std::remove_cvref_t<Source>>(std::forward<Source>(source));
     auto* data = std::ranges::data(*owner);
-    const auto count = static_cast<std::size_t>(std::ranges::size(*owner));
     return {detail::copy_range(state_, sizeof(T), count_, true, first, count, const_cast<T*>(data),
                                std::move(owner)),
             [] {}};
@@ -228,3 +246,7 @@ template <class T>
 }
 
 }  // namespace roam
+
+/// A host_view refers to the object's memory: a borrowed range (taking it over owns nothing).
+template <class T>
+inline constexpr bool std::ranges::enable_borrowed_range<roam::host_view<T>> = true;

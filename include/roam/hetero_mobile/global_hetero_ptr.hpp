@@ -33,6 +33,7 @@
 #include <roam/core/runtime.hpp>
 #include <roam/hetero/hetero_object.hpp>
 #include <roam/hetero_mobile/detail/fiber_waits.hpp>
+#include <roam/hetero_mobile/detail/owned_buffers.hpp>
 
 #include <cstdint>
 #include <memory>

@@ -109,13 +109,15 @@ inline constexpr std::size_t pooled_payload_capacity = 1024 - 64 - 16;
 /// roam::hetero_mobile installs it; the transport knows nothing of devices.
 /// `lock` returns whether it locked the range (it may decline: no device wants it); a locked
 /// block is unlocked before its memory is freed. Blocks of at least `locked_block_min_bytes`
-/// that the large-block cache keeps are locked, once each (they are page-aligned and a whole
-/// number of pages, so no two share a page), when allocated or when reused after a refusal.
+/// (payloads over 64 KiB: not the MPI transport's receive frames, nor smaller bundles) that
+/// the large-block cache keeps are locked, once each (they are aligned to the page size and a
+/// whole number of pages, so no two share a page), when allocated or when reused after a
+/// refusal.
 struct block_locking {
   bool (*lock)(void* memory, std::size_t bytes) noexcept = nullptr;
   void (*unlock)(void* memory) noexcept = nullptr;
 };
-inline constexpr std::size_t locked_block_min_bytes = std::size_t{64} << 10;
+inline constexpr std::size_t locked_block_min_bytes = std::size_t{128} << 10;
 
 /// Installs `locking` for the process. The first installation stays: later calls change
 /// nothing and return false (blocks locked by one pair of functions are unlocked by the same).
