@@ -34,6 +34,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -246,14 +247,21 @@ struct jacobi_block {
       high = roam::buffer<double>(count);
       high_read = grid[cur].read_range(count * static_cast<std::size_t>(nz), high.span());
     }
-    if (below && !below_here) {
-      low_read.wait();
-      below.send<&jacobi_block::halo>(iteration, 1, std::move(low));
-    }
-    if (above && !above_here) {
-      high_read.wait();
-      above.send<&jacobi_block::halo>(iteration, 0, std::move(high));
-    }
+    // A failed read must not end this handler while the other one still writes into its buffer:
+    // both are waited for, and the first failure is rethrown after.
+    std::exception_ptr failure;
+    auto send_when_read = [&](roam::hetero_future<void>& read, roam::mobile_ptr<jacobi_block>& to,
+                              int side, roam::buffer<double>& plane) {
+      try {
+        read.wait();
+        if (!failure) to.send<&jacobi_block::halo>(iteration, side, std::move(plane));
+      } catch (...) {
+        if (!failure) failure = std::current_exception();
+      }
+    };
+    if (below && !below_here) send_when_read(low_read, below, 1, low);
+    if (above && !above_here) send_when_read(high_read, above, 0, high);
+    if (failure) std::rethrow_exception(failure);
   }
 
   // Computes every iteration whose halos are all here.

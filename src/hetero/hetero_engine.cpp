@@ -834,8 +834,7 @@ device_event hetero_engine::copy_range(const std::shared_ptr<hetero_object_state
   const bool staged = (write && !owner) || !direct_everywhere(data, bytes);
   if (staged) {
     std::lock_guard lock(mutex_);
-    range.staging = host_pool_->allocate(bytes);
-    if (write) ++statistics_.staged_range_copies;  // a read counts when its transfer lands there
+    range.staging = host_pool_->allocate(bytes);  // counted when the copy starts
   }
   if (!write) {
     range.user = data;
@@ -904,6 +903,7 @@ hetero_engine::attempt_result hetero_engine::attempt_range(
           defer_until(task, pending_on(copy), device_of_space(static_cast<int>(space))))
         return attempt_result::deferred;
     }
+    if (range.staging != nullptr) ++statistics_.staged_range_copies;
     bool updated = false;  // some copy holds the new bytes
     if (host.state != coherence::invalid) {
       std::memcpy(host_bytes, range.source, range.bytes);

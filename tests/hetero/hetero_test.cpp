@@ -475,8 +475,9 @@ TEST(RangeCopies, AWriteTakesItsSourceOverAndStagesOnlyWhereADeviceNeedsIt) {
 
   // A span is copied before the call returns, so its memory may change at once.
   std::vector<unsigned> sevens(3, 7u);
-  (void)x.write_range(10, std::span(sevens));
+  const auto span_write = x.write_range(10, std::span(sevens));
   std::fill(sevens.begin(), sevens.end(), 0u);
+  span_write.wait();
   EXPECT_EQ(rt.statistics().staged_range_copies, before.staged_range_copies + 1);
 
   // A source taken over is kept until the transfer is done, then destroyed, never copied where
@@ -496,8 +497,9 @@ TEST(RangeCopies, AWriteTakesItsSourceOverAndStagesOnlyWhereADeviceNeedsIt) {
   // object leaves the source with the caller.
   before = rt.statistics();
   roam::hetero_object<unsigned> y(3, 4u);
-  (void)x.write_range(600, y.request(roam::data_access::read).get());
+  const auto view_write = x.write_range(600, y.request(roam::data_access::read).get());
   y.release();
+  view_write.wait();
   EXPECT_EQ(rt.statistics().staged_range_copies, before.staged_range_copies + 1);
   std::vector<unsigned> kept(5, 1u);
   EXPECT_THROW((void)x.write_range(998, std::move(kept)), std::out_of_range);
@@ -721,6 +723,32 @@ TEST(Errors, NothingStartsAfterTheRuntimeEnded) {
   std::vector<unsigned> part(4);
   EXPECT_THROW((void)survivor.read_range(0, std::span(part)), roam::device_error);
   EXPECT_THROW((void)survivor.request(roam::data_access::read), roam::device_error);
+}
+
+/// A scheduler plug-in that fails: the engine's state cannot be trusted after an exception in
+/// its work, so the process must end loudly rather than leave the task hanging.
+class failing_scheduler final : public roam::hetero_scheduler {
+ public:
+  void push(std::uint64_t /*task*/, const roam::hetero_scheduler_context& /*context*/) override {}
+  std::optional<roam::hetero_placement> pop(
+      const roam::hetero_scheduler_context& /*context*/) override {
+    throw std::runtime_error("the test scheduler broke");
+  }
+};
+
+TEST(ErrorsDeathTest, AnExceptionInTheEnginesWorkEndsTheProcessWithItsMessage) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        auto options = test_options();
+        options.scheduler = std::make_shared<failing_scheduler>();
+        roam::hetero_runtime rt(options);
+        roam::hetero_object<unsigned> x(64, 1u);
+        roam::hetero_task(increment, roam::launch_dims::linear(64), roam::inout(x), 64)
+            .submit()
+            .wait();
+      },
+      "heterogeneous engine failed: the test scheduler broke");
 }
 
 TEST(Memory, AnObjectLargerThanTheDeviceFailsItsTask) {

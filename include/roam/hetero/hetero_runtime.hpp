@@ -50,7 +50,7 @@ struct hetero_options {
 
 /// Counters since the runtime started (for tests, tuning and the benchmarks).
 struct hetero_statistics {
-  std::uint64_t tasks_completed = 0;
+  std::uint64_t tasks_completed = 0;  ///< tasks, host requests and range copies that ended
   std::uint64_t copies_to_device = 0;
   std::uint64_t copies_to_host = 0;
   std::uint64_t bytes_to_device = 0;
