@@ -9,6 +9,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <utility>
 
 namespace roam::detail {
 namespace {
@@ -216,48 +217,37 @@ void hetero_engine::drain(std::unique_lock<std::mutex>& inbox_lock) {
       std::vector<std::function<void()>> items;
       items.swap(inbox_);
       inbox_lock.unlock();
-      std::vector<std::shared_ptr<hetero_object_state>> dead;
-      std::vector<std::shared_ptr<void>> sources;  // dropped with the lock released
+      burial dead;  // dropped with the lock released
       {
         std::lock_guard lock(mutex_);
         if (engine_thread) {
           // What a backend thread's drain left because it would have had to block.
           for (auto& task : engine_thread_only_) retry_.push_back(std::move(task));
           engine_thread_only_.clear();
-          if (!deferred_burials_.empty() || !deferred_sources_.empty()) {
-            dead.swap(deferred_burials_);
-            sources.swap(deferred_sources_);
+          if (!deferred_.empty()) {
+            dead = std::exchange(deferred_, {});
             --burials_;  // counted again below, with this drain's own
           }
         }
         for (auto& item : items) item();
         dispatch();
-        for (auto& object : graveyard_) {
-          // Freeing an object waits for the operations still using its memory: a backend
-          // thread leaves that to the engine thread (the counted burial stays open until then).
-          // Only the last reference frees anything; most are handles of objects still alive.
-          if (draining_on_backend && object.use_count() == 1 && in_use(*object)) {
-            if (deferred_burials_.empty() && deferred_sources_.empty())
-              ++burials_;  // one count for the deferred sets
-            deferred_burials_.push_back(std::move(object));
-          } else {
-            dead.push_back(std::move(object));
-          }
+        // A backend thread leaves to the engine thread what could block it: freeing an object
+        // waits for the operations still using its memory (only the last reference frees
+        // anything; most are handles of objects still alive), and a spent source's destructor
+        // is the application's.
+        const bool deferred_before = !deferred_.empty();
+        for (auto& object : graveyard_.objects) {
+          const bool blocks = draining_on_backend && object.use_count() == 1 && in_use(*object);
+          (blocks ? deferred_ : dead).objects.push_back(std::move(object));
         }
-        graveyard_.clear();
-        if (draining_on_backend && !spent_sources_.empty()) {
-          if (deferred_burials_.empty() && deferred_sources_.empty()) ++burials_;
-          for (auto& source : spent_sources_) deferred_sources_.push_back(std::move(source));
-          spent_sources_.clear();
-        } else {
-          for (auto& source : spent_sources_) sources.push_back(std::move(source));
-          spent_sources_.clear();
-        }
-        if ((!deferred_burials_.empty() || !deferred_sources_.empty()) && !engine_thread)
-          request_engine_thread();
-        if (!dead.empty() || !sources.empty()) ++burials_;
+        for (auto& source : graveyard_.sources)
+          (draining_on_backend ? deferred_ : dead).sources.push_back(std::move(source));
+        graveyard_ = {};
+        if (!deferred_before && !deferred_.empty()) ++burials_;  // one count for the set
+        if (!deferred_.empty() && !engine_thread) request_engine_thread();
+        if (!dead.empty()) ++burials_;
       }
-      bury(dead, sources);
+      bury(dead);
       inbox_lock.lock();
     }
   } catch (const std::exception& e) {
@@ -336,11 +326,9 @@ void hetero_engine::engine_loop() {
   }
 }
 
-void hetero_engine::bury(std::vector<std::shared_ptr<hetero_object_state>>& dead,
-                         std::vector<std::shared_ptr<void>>& sources) {
-  if (dead.empty() && sources.empty()) return;
-  dead.clear();  // outside the lock: an object's destructor takes it
-  sources.clear();
+void hetero_engine::bury(burial& dead) {
+  if (dead.empty()) return;
+  dead = {};  // outside the lock: an object's destructor takes it
   std::lock_guard lock(mutex_);
   if (--burials_ == 0) all_done_.notify_all();
 }
@@ -958,7 +946,7 @@ hetero_engine::attempt_result hetero_engine::attempt_range(
 
 void hetero_engine::end_range(hetero_task_state& task, const std::exception_ptr& failure) {
   auto& range = *task.range;
-  if (range.owner) spent_sources_.push_back(std::move(range.owner));
+  if (range.owner) graveyard_.sources.push_back(std::move(range.owner));
   if (range.staging == nullptr) return;
   if (!range.write && !failure) std::memcpy(range.user, range.staging, range.bytes);
   host_pool_->release(range.staging, range.bytes);
@@ -1038,7 +1026,7 @@ void hetero_engine::shut_down() {
 }
 
 void hetero_engine::release_host(hetero_object_state& object) {
-  std::vector<std::shared_ptr<hetero_object_state>> dead;
+  burial dead;
   {
     std::lock_guard lock(mutex_);
     auto found = std::find_if(object.host_requests.begin(), object.host_requests.end(),
@@ -1053,11 +1041,10 @@ void hetero_engine::release_host(hetero_object_state& object) {
     }
     object.host_requests.erase(found);
     finish(task, nullptr);
-    dead.swap(graveyard_);
+    dead = std::exchange(graveyard_, {});
     if (!dead.empty()) ++burials_;
   }
-  std::vector<std::shared_ptr<void>> no_sources;
-  bury(dead, no_sources);
+  bury(dead);
   post([] {});
 }
 
@@ -1095,7 +1082,7 @@ void hetero_engine::finish(std::shared_ptr<hetero_task_state> task,
   release(task->launch_dependents);  // a kernel that failed before its launch
   release(task->dependents);
   for (auto& a : task->arguments) {
-    if (a.object) graveyard_.push_back(std::move(a.object));
+    if (a.object) graveyard_.objects.push_back(std::move(a.object));
   }
   task->arguments.clear();
   task->objects.clear();

@@ -122,6 +122,14 @@ struct hetero_task_state {
   std::optional<range_copy> range;
 };
 
+/// What the engine drops only after releasing its lock: objects (their destructors take it) and
+/// range writes' spent sources (the application's destructors, which may block or call in).
+struct burial {
+  std::vector<std::shared_ptr<hetero_object_state>> objects;
+  std::vector<std::shared_ptr<void>> sources;
+  [[nodiscard]] bool empty() const noexcept { return objects.empty() && sources.empty(); }
+};
+
 /// Host requests are the tasks with neither a kernel nor a range copy.
 inline bool is_host_request(const hetero_task_state& task) {
   return task.function == nullptr && !task.range;
@@ -177,10 +185,9 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   /// Runs the inbox's work until it is empty; `inbox_lock` holds inbox_mutex_ and draining_ is
   /// set (this clears it).
   void drain(std::unique_lock<std::mutex>& inbox_lock);
-  /// Drops objects the engine held and range writes' spent sources; wait_all() waits for this,
-  /// so their memory is freed by then.
-  void bury(std::vector<std::shared_ptr<hetero_object_state>>& dead,
-            std::vector<std::shared_ptr<void>>& sources);
+  /// Drops what the engine held (counted in burials_); wait_all() waits for this, so their
+  /// memory is freed by then.
+  void bury(burial& dead);
   void dispatch();
   /// One pass over the retry, host-request, memory-waiting and runnable tasks; true if it
   /// started anything.
@@ -203,7 +210,7 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   [[nodiscard]] static bool in_use(const memory_copy& copy);
   [[nodiscard]] static bool in_use(const hetero_object_state& object);
   /// Asks the engine thread for a drain: work a backend thread's drain left because it would
-  /// have blocked (engine_thread_only_, deferred_burials_).
+  /// have blocked (engine_thread_only_, deferred_).
   void request_engine_thread();
   bool defer_until(const std::shared_ptr<hetero_task_state>& task,
                    const std::vector<device_event>& events, const device* on);
@@ -246,15 +253,12 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   std::vector<std::size_t> in_flight_;
   std::vector<unsigned> next_queue_;
   std::vector<std::unordered_set<hetero_object_state*>> resident_;  ///< per space
-  std::vector<std::shared_ptr<hetero_object_state>> graveyard_;     ///< dropped after unlocking
-  std::vector<std::shared_ptr<void>> spent_sources_;  ///< range writes' owners, dropped likewise
+  burial graveyard_;  ///< dropped after unlocking by the drain (or release_host) that found it
   /// Left by backend threads' drains for the engine thread, which may block: tasks whose
-  /// eviction would wait, and objects whose memory is still in use.
+  /// eviction would wait; objects whose memory is still in use and every spent source (counted
+  /// as one burial while non-empty).
   std::vector<std::shared_ptr<hetero_task_state>> engine_thread_only_;
-  std::vector<std::shared_ptr<hetero_object_state>> deferred_burials_;
-  /// Range writes' spent sources a backend thread's drain left: their destructors are the
-  /// application's (and may block), so the engine thread runs them.
-  std::vector<std::shared_ptr<void>> deferred_sources_;
+  burial deferred_;
   std::size_t burials_ = 0;
   bool shutting_down_ = false;  ///< graveyards being dropped
   bool ended_ = false;          ///< stop() was called: nothing may be submitted any more

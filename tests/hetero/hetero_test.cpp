@@ -4,8 +4,10 @@
 // backend alone is made to copy like a discrete device, so every set has a device with memory
 // of its own and coherence is exercised everywhere.
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <deque>
@@ -433,10 +435,13 @@ TEST(RangeCopies, WriteAPartIntoEveryValidCopy) {
   EXPECT_EQ(rt.statistics().copies_to_device, middle.copies_to_device);
 }
 
-/// A contiguous range of unsigned that owns its elements and counts its destructions.
+/// A contiguous range of unsigned that owns its elements and counts its destructions, noting
+/// one on a backend's own thread: neither the thread that made it nor the engine thread.
 struct counted_values {
   std::vector<unsigned> values;
   std::shared_ptr<std::atomic<int>> destroyed;
+  std::shared_ptr<std::atomic<bool>> on_a_backend_thread = std::make_shared<std::atomic<bool>>();
+  std::thread::id creator = std::this_thread::get_id();
   counted_values(std::size_t n, unsigned v, std::shared_ptr<std::atomic<int>> counter)
       : values(n, v), destroyed(std::move(counter)) {}
   counted_values(counted_values&& other) noexcept = default;
@@ -444,7 +449,12 @@ struct counted_values {
   counted_values& operator=(const counted_values&) = delete;
   counted_values& operator=(counted_values&&) = delete;
   ~counted_values() {
-    if (destroyed) ++*destroyed;
+    if (!destroyed) return;  // moved from
+    ++*destroyed;
+    std::array<char, 16> name{};
+    pthread_getname_np(pthread_self(), name.data(), name.size());
+    if (std::this_thread::get_id() != creator && std::string(name.data()) != "roam-hetero")
+      *on_a_backend_thread = true;
   }
   unsigned* begin() { return values.data(); }
   unsigned* end() { return values.data() + values.size(); }
@@ -484,10 +494,12 @@ TEST(RangeCopies, AWriteTakesItsSourceOverAndStagesOnlyWhereADeviceNeedsIt) {
   // the device copies from its memory directly.
   auto destroyed = std::make_shared<std::atomic<int>>(0);
   counted_values nines(5, 9u, destroyed);
+  const auto backend_thread = nines.on_a_backend_thread;
   const auto write = x.write_range(20, std::move(nines));
   write.wait();
   rt.wait_all();  // the spent source is dropped by then
   EXPECT_EQ(destroyed->load(), 1) << "the source taken over outlived its write";
+  EXPECT_FALSE(backend_thread->load()) << "a backend's thread ran the application's destructor";
   EXPECT_EQ(rt.statistics().staged_range_copies,
             before.staged_range_copies + (pageable_staged ? 2 : 1));
   EXPECT_EQ(x.state_on(gpu), roam::coherence::modified) << "the write moved the object";
