@@ -356,18 +356,24 @@ void hetero_engine::submit(const std::shared_ptr<hetero_task_state>& task) {
     task->id = next_task_id_++;
     task->objects = unique_objects(*task);
     for (auto [object, access] : task->objects) {
-      std::erase_if(object->users, [](const std::weak_ptr<hetero_task_state>& user) {
-        auto alive = user.lock();
-        return !alive || alive->phase == task_phase::complete;
-      });
+      prune_when_doubled(object->users, object->users_kept,
+                         [](const std::weak_ptr<hetero_task_state>& user) {
+                           auto alive = user.lock();
+                           return !alive || alive->phase == task_phase::complete;
+                         });
       object->users.push_back(task);
     }
     task->phase = task_phase::blocked;
     ++open_tasks_;
+    // Only this submission adds `task` to other tasks' lists, and nothing else is added to them
+    // meanwhile (the lock is held): if `task` is in a list already, it is the last element. So a
+    // dependency named twice costs O(1), not a search through everything waiting on `on`.
+    auto already_in = [&](const std::vector<std::shared_ptr<hetero_task_state>>& list) {
+      return !list.empty() && list.back() == task;
+    };
     auto depend_on = [&](const std::shared_ptr<hetero_task_state>& on) {
       if (!on || on == task || on->phase == task_phase::complete) return;
-      if (std::find(on->dependents.begin(), on->dependents.end(), task) != on->dependents.end())
-        return;
+      if (already_in(on->dependents)) return;
       on->dependents.push_back(task);
       ++task->unfinished;
     };
@@ -386,16 +392,14 @@ void hetero_engine::submit(const std::shared_ptr<hetero_task_state>& task) {
       }
       if (on == task || on->phase == task_phase::running || on->phase == task_phase::complete)
         return;
-      if (std::find(on->launch_dependents.begin(), on->launch_dependents.end(), task) !=
-          on->launch_dependents.end())
-        return;
+      if (already_in(on->launch_dependents)) return;
       on->launch_dependents.push_back(task);
       ++task->unfinished;
     };
     if (task->implicit) {
       for (auto [object, access] : task->objects) {
-        std::erase_if(object->readers_since_writer,
-                      [](const auto& r) { return r->phase == task_phase::complete; });
+        prune_when_doubled(object->readers_since_writer, object->readers_kept,
+                           [](const auto& r) { return r->phase == task_phase::complete; });
         if (object->last_writer && object->last_writer->phase == task_phase::complete)
           object->last_writer.reset();
         order_after(object->last_writer);

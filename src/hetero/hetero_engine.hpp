@@ -32,6 +32,19 @@ namespace roam::detail {
 
 class hetero_engine;
 
+/// Drops the entries of `list` that `finished` accepts, but only once the list has doubled since
+/// the last time (`kept` holds the size left then): pruning at every append would make each
+/// submission cost the number of unfinished tasks on an object, so a program that queues
+/// thousands of tasks on one object would spend quadratic time. This way each entry is looked
+/// at an amortized constant number of times, and a list holds at most about twice its
+/// unfinished entries.
+template <class List, class Finished>
+void prune_when_doubled(List& list, std::size_t& kept, Finished finished) {
+  if (list.size() < 2 * kept + 8) return;
+  std::erase_if(list, finished);
+  kept = list.size();
+}
+
 /// One object's copy in one memory space.
 struct memory_copy {
   coherence state = coherence::invalid;
@@ -55,11 +68,14 @@ struct hetero_object_state {
   // Implicit dependencies: the last writer and the readers since it, in submission order.
   std::shared_ptr<hetero_task_state> last_writer;
   std::vector<std::shared_ptr<hetero_task_state>> readers_since_writer;
+  std::size_t readers_kept = 0;  ///< readers_since_writer's size after its last pruning
   /// Host requests not yet released, oldest first.
   std::deque<std::shared_ptr<hetero_task_state>> host_requests;
-  /// Every task and host request naming the object that may not have finished (pruned at
-  /// each submit): what tasks_done() waits for, whatever their dependency settings.
+  /// Every task and host request naming the object that may not have finished (pruned when
+  /// it has doubled, see prune_when_doubled): what tasks_done() waits for, whatever their
+  /// dependency settings.
   std::vector<std::weak_ptr<hetero_task_state>> users;
+  std::size_t users_kept = 0;  ///< users' size after its last pruning
 };
 
 enum class task_phase : std::uint8_t {

@@ -673,6 +673,39 @@ TEST(Dependencies, WriteChainsSerializeAcrossDevices) {
   EXPECT_EQ(x.to_vector(), std::vector<unsigned>(1000, 40u));
 }
 
+// Hundreds of unfinished tasks on one object: the engine's per-object lists (users, for
+// tasks_done, and readers since the last writer) prune themselves only once they have doubled,
+// and a dependency named twice is recorded once. Neither may lose a task still waiting: here the
+// first reader waits longest (its output is held), so it is the oldest entry of both lists.
+TEST(Dependencies, LongQueuesOnOneObjectKeepEveryOrdering) {
+  roam::hetero_runtime rt(test_options());
+  constexpr int readers = 300;
+  roam::hetero_object<unsigned> x(64, 1u);
+  std::vector<roam::hetero_object<unsigned>> outputs(readers);
+  std::vector<roam::hetero_task> reads;
+  for (auto& y : outputs) {
+    y = roam::hetero_object<unsigned>(64, 0u);
+    (void)y.request(roam::data_access::write).get();  // the reader waits for its release
+    reads.emplace_back(mix_into, roam::launch_dims::linear(64), roam::inout(y), roam::in(x), 0u, 0u,
+                       64);  // y = x
+    reads.back().submit();
+  }
+  roam::hetero_task writer(increment, roam::launch_dims::linear(64), roam::inout(x), 64);
+  writer.add_dependency(reads[1]).add_dependency(reads[2]).add_dependency(reads[1]).submit();
+  const auto settled = x.tasks_done();
+  for (int i = 1; i < readers; ++i) outputs[i].release();
+  for (int i = 1; i < readers; ++i) reads[i].wait();
+  EXPECT_FALSE(settled.ready()) << "tasks_done forgot the first reader";
+  EXPECT_FALSE(writer.done()) << "the writer overtook the first reader";
+  outputs[0].release();
+  settled.wait();
+  EXPECT_TRUE(writer.done());
+  EXPECT_EQ(outputs[0].to_vector(), std::vector<unsigned>(64, 1u));
+  for (int i = 1; i < readers; ++i)
+    EXPECT_EQ(outputs[i].to_vector(), std::vector<unsigned>(64, 1u)) << "reader " << i;
+  EXPECT_EQ(x.to_vector(), std::vector<unsigned>(64, 2u));
+}
+
 // ---- memory ------------------------------------------------------------------------------------
 
 TEST(Memory, EvictsLeastRecentlyUsedUnderASmallLimit) {
