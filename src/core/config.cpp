@@ -116,8 +116,8 @@ const std::vector<setting>& settings() {
          c.spin_us = parse_count(v, o, 0, 1000000);
        }},
       {"poll-us", "ROAM_POLL_US", "1..1000000",
-       "network poll interval of parked threads, x10 while another thread of the node spins "
-       "(default 100)",
+       "network poll interval of parked threads, x10 while another thread of the node spins; "
+       "after traffic the first sleeps are 1/8, 1/4, 1/2 of it (default 100)",
        false,
        [](config& c, std::string_view v, const std::string& o) {
          c.poll_us = parse_count(v, o, 1, 1000000);

@@ -9,6 +9,8 @@
 
 #include <hwloc.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 
 namespace roam::detail {
@@ -253,7 +255,12 @@ std::chrono::microseconds scheduler::take_poll_duty(bool& holds) noexcept {
     bool free = false;
     holds = poll_duty_.compare_exchange_strong(free, true, std::memory_order_relaxed);
   }
-  return holds ? opt_.poll : 10 * opt_.poll;
+  if (!holds) return 10 * opt_.poll;
+  constexpr unsigned longest = 3;  // the configured interval, 2^3 times the shortest
+  unsigned step = poll_backoff_.load(std::memory_order_relaxed);
+  if (step < longest) poll_backoff_.store(step + 1, std::memory_order_relaxed);
+  const auto shift = longest - std::min(step, longest);
+  return std::chrono::microseconds(std::max<std::int64_t>(opt_.poll.count() >> shift, 1));
 }
 
 void scheduler::release_poll_duty(bool holds) noexcept {
@@ -311,14 +318,14 @@ void scheduler::worker_main(unsigned index) {
         const auto now = std::chrono::steady_clock::now();
         if (now - last_poll > busy_poll_interval) {
           last_poll = now;
-          progress_();
+          note_traffic(progress_());
         }
       }
       continue;
     }
     flush_thread_lanes();  // an idle sender ships what it aggregated
     if (hooks_.idle) hooks_.idle(hooks_.context);
-    if (progress_ && progress_()) {
+    if (progress_ && note_traffic(progress_())) {
       glance = false;
       rounds = 0;
       continue;

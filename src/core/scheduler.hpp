@@ -73,7 +73,7 @@ class scheduler {
   void begin_spin() noexcept;
   void end_spin() noexcept;
   /// Tries one unit of network progress (no-op without a progress function).
-  bool progress() { return progress_ ? progress_() : false; }
+  bool progress() { return progress_ ? note_traffic(progress_()) : false; }
   bool has_progress() const noexcept { return static_cast<bool>(progress_); }
 
   /// Parks a thread waiting in detail::wait (an application thread, or a worker inside a
@@ -92,9 +92,13 @@ class scheduler {
   std::chrono::microseconds spin_budget() const noexcept { return opt_.spin; }
   std::chrono::microseconds poll_interval() const noexcept { return opt_.poll; }
   /// How long a thread about to park may sleep before it polls the network again. One
-  /// parked thread of the node holds the poll duty and wakes at the configured interval;
-  /// the others, and every parked thread while another thread spins (it polls), wake ten
-  /// times less often. One poller is enough, and each wake-up takes a core from the threads
+  /// parked thread of the node holds the poll duty and wakes at most the configured interval
+  /// apart; the others, and every parked thread while another thread spins (it polls), wake
+  /// ten times less often. The duty's interval starts at an eighth of the configured one
+  /// after traffic was seen and doubles with each sleep until it reaches it: an iterative
+  /// code whose next message comes tens of microseconds after the node ran out of work (a
+  /// halo exchange) finds it sooner, while a node that stays idle soon polls at the
+  /// configured rate again. One poller is enough, and each wake-up takes a core from the threads
   /// that compute: N parked workers polling every 100 µs were N × 10,000 context switches a
   /// second, which a node whose cores run device kernels or other ranks pays in full.
   /// `holds` tells the caller whether it took the duty; give it back with
@@ -107,6 +111,11 @@ class scheduler {
     work_queue queue;
   };
   bool has_queued_work() const noexcept;
+  /// Passes `moved` through; traffic (true) resets the poll duty's interval to its shortest.
+  bool note_traffic(bool moved) noexcept {
+    if (moved) poll_backoff_.store(0, std::memory_order_relaxed);
+    return moved;
+  }
   void wake_if_nobody_searches() noexcept;
   void worker_main(unsigned index);
   /// Returns false if it woke only because the poll interval passed.
@@ -143,7 +152,8 @@ class scheduler {
 
   alignas(64) std::atomic<std::uint64_t> waiter_epoch_{0};
   std::atomic<int> parked_waiters_{0};
-  std::atomic<bool> poll_duty_{false};  // a parked thread polls at the configured interval
+  std::atomic<bool> poll_duty_{false};     // a parked thread polls at the configured interval
+  std::atomic<unsigned> poll_backoff_{0};  // the duty's interval is poll >> (3 - this)
   std::mutex waiter_lock_;
   std::condition_variable waiter_cv_;
 };
