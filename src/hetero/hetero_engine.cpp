@@ -39,8 +39,11 @@ std::vector<std::pair<hetero_object_state*, data_access>> unique_objects(
   return objects;
 }
 
-void drop_finished(std::vector<device_event>& events) {
-  std::erase_if(events, [](const device_event& e) { return e.ready(); });
+/// Forgets the finished reads of `copy` once their list has doubled (a list of events that
+/// finished is harmless: every use skips ready events).
+void drop_finished_readers(memory_copy& copy) {
+  prune_when_doubled(copy.readers, copy.readers_kept,
+                     [](const device_event& e) { return e.ready(); });
 }
 
 /// Completes when every one of `events` has: with the first failure among them when
@@ -547,16 +550,29 @@ device* hetero_engine::device_of_space(int space) const {
 bool hetero_engine::reserve_copies(hetero_task_state& task, int space) {
   if (task.pinned) return true;
   if (space != 0) {
+    auto& pool = *pools_[space - 1];
+    // What can never fit fails the task instead of leaving it waiting for memory forever: an
+    // object larger than the device, or objects that together are (each copy takes its size
+    // class, and make_room never evicts the task's own).
+    std::size_t together = 0;
     for (auto [object, access] : task.objects) {
-      auto& copy = object->copies[space];
-      if (copy.buffer) continue;
-      auto& pool = *pools_[space - 1];
-      if (object->bytes > pool.limit()) {
+      if (size_class(object->bytes) > pool.limit()) {
         throw out_of_device_memory("roam: an object of " + std::to_string(object->bytes) +
                                    " bytes does not fit in device " +
                                    device_of_space(space)->info().name + " (" +
                                    std::to_string(pool.limit()) + " bytes usable)");
       }
+      together += size_class(object->bytes);
+    }
+    if (together > pool.limit()) {
+      throw out_of_device_memory("roam: a task's " + std::to_string(task.objects.size()) +
+                                 " objects need " + std::to_string(together) + " bytes of device " +
+                                 device_of_space(space)->info().name + " at once (" +
+                                 std::to_string(pool.limit()) + " bytes usable)");
+    }
+    for (auto [object, access] : task.objects) {
+      auto& copy = object->copies[space];
+      if (copy.buffer) continue;
       auto buffer = pool.allocate(object->bytes);
       if (!buffer && make_room(space, size_class(object->bytes), task))
         buffer = pool.allocate(object->bytes);
@@ -690,7 +706,7 @@ device_event hetero_engine::fetch_to_host(hetero_object_state& object) {
                            object.bytes, after);
   ++statistics_.copies_to_host;
   statistics_.bytes_to_host += object.bytes;
-  drop_finished(from.readers);
+  drop_finished_readers(from);
   from.readers.push_back(e);
   if (from.state == coherence::modified) from.state = coherence::shared;
   host.state = coherence::shared;
@@ -732,7 +748,7 @@ hetero_engine::attempt_result hetero_engine::attempt(
           copy.readers.clear();  // e waited for them
           ++statistics_.copies_to_device;
           statistics_.bytes_to_device += object->bytes;
-          drop_finished(host.readers);
+          drop_finished_readers(host);
           host.readers.push_back(e);
           if (host.state == coherence::modified) host.state = coherence::shared;
           copy.ready = e;
@@ -789,7 +805,7 @@ hetero_engine::attempt_result hetero_engine::attempt(
         copy.ready = e;
         copy.readers.clear();
       } else {
-        drop_finished(copy.readers);
+        drop_finished_readers(copy);
         copy.readers.push_back(e);
       }
     }
@@ -876,7 +892,7 @@ hetero_engine::attempt_result hetero_engine::attempt_range(
       auto e = d->copy_to_host(device_queue::device_to_host(),
                                range.staging != nullptr ? range.staging : range.user, copy.buffer,
                                range.offset, range.bytes, std::span(&copy.ready, 1));
-      drop_finished(copy.readers);
+      drop_finished_readers(copy);
       copy.readers.push_back(e);
       note_transfer(copy);
       if (range.staging != nullptr) ++statistics_.staged_range_copies;
@@ -1033,16 +1049,19 @@ void hetero_engine::release_host(hetero_object_state& object) {
   burial dead;
   {
     std::lock_guard lock(mutex_);
-    auto found = std::find_if(object.host_requests.begin(), object.host_requests.end(),
-                              [](const auto& t) { return !t->evict_when_granted; });
+    // The oldest request that is held: of two threads' reads, the younger may be granted
+    // first (a copy's completion is seen by the younger's attempt before the older's retry).
+    auto found = std::find_if(
+        object.host_requests.begin(), object.host_requests.end(),
+        [](const auto& t) { return !t->evict_when_granted && t->phase == task_phase::held; });
     if (found == object.host_requests.end()) {
-      throw device_error("roam: hetero_object::release() without a request");
+      const bool requested = std::any_of(object.host_requests.begin(), object.host_requests.end(),
+                                         [](const auto& t) { return !t->evict_when_granted; });
+      throw device_error(requested ? "roam: hetero_object::release() before its request was "
+                                     "granted (wait for the future)"
+                                   : "roam: hetero_object::release() without a request");
     }
     auto task = *found;
-    if (task->phase != task_phase::held) {
-      throw device_error(
-          "roam: hetero_object::release() before its request was granted (wait for the future)");
-    }
     object.host_requests.erase(found);
     finish(task, nullptr);
     dead = std::exchange(graveyard_, {});

@@ -51,6 +51,7 @@ struct memory_copy {
   device_buffer buffer;               ///< unused in the host space
   device_event ready;                 ///< the last operation that wrote this copy
   std::vector<device_event> readers;  ///< operations that read this copy, maybe in flight
+  std::size_t readers_kept = 0;       ///< readers' size after its last pruning
   std::uint64_t last_use = 0;
   int pins = 0;  ///< tasks placed on this space that use the copy
 };
@@ -183,6 +184,12 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
                           std::shared_ptr<void> owner);
   /// Completes once every task and host request submitted on `object` so far has finished.
   [[nodiscard]] device_event tasks_done(const hetero_object_state& object) const;
+  /// The MSI state of `object`'s copy in memory space `space`, read under the engine's lock (a
+  /// snapshot: the engine may change it as soon as the lock is released).
+  [[nodiscard]] coherence state_in(const hetero_object_state& object, int space) const {
+    std::lock_guard lock(mutex_);
+    return object.copies[static_cast<std::size_t>(space)].state;
+  }
   void wait_all();
   /// wait_all() for the runtime's end: host requests still held (a caller that forgot
   /// release(), or threw before it) are ended rather than waited for forever.

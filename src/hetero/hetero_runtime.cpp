@@ -169,10 +169,12 @@ void evict_everywhere(const std::shared_ptr<hetero_object_state>& object) {
 coherence copy_state(const hetero_object_state& object, int device) noexcept {
   const auto& engine = *object.engine;
   if (device < 0 || device >= static_cast<int>(engine.devices().size())) return coherence::invalid;
-  return object.copies[engine.space_of(device)].state;
+  return engine.state_in(object, engine.space_of(device));
 }
 
-coherence host_state(const hetero_object_state& object) noexcept { return object.copies[0].state; }
+coherence host_state(const hetero_object_state& object) noexcept {
+  return object.engine->state_in(object, 0);
+}
 
 std::shared_ptr<hetero_task_state> make_hetero_task(const kernel& k, const launch_dims& dims) {
   auto task = engine_or_throw()->new_task();

@@ -808,6 +808,33 @@ TEST(Memory, AnObjectLargerThanTheDeviceFailsItsTask) {
   EXPECT_EQ(big.to_vector(), std::vector<unsigned>(4096, 1u));  // nothing lost
 }
 
+// Each object fits, but not both at once: the task fails with a clear error instead of waiting
+// for memory that can never be freed (its own objects are never evicted for it).
+TEST(Memory, ObjectsThatFitOnlyOneAtATimeFailTheirTask) {
+  auto options = test_options();
+  options.memory_limit = std::size_t{48} << 10;
+  roam::hetero_runtime rt(options);
+  const int d = discrete_device(rt);
+  roam::hetero_object<unsigned> x(8192, 1u), y(8192, 2u);  // 32 KiB each
+  roam::hetero_task t(mix_into, roam::launch_dims::linear(8192), roam::inout(y), roam::in(x), 1u,
+                      0u, 8192);
+  t.on_device(d).submit();
+  try {
+    t.wait();
+    ADD_FAILURE() << "the task ran without room for both objects";
+  } catch (const roam::out_of_device_memory& e) {
+    EXPECT_NE(std::string(e.what()).find("2 objects need 65536 bytes"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(y.to_vector(), std::vector<unsigned>(8192, 2u));  // nothing lost
+  // One at a time still works on that device.
+  roam::hetero_task(increment, roam::launch_dims::linear(8192), roam::inout(x), 8192)
+      .on_device(d)
+      .submit()
+      .wait();
+  EXPECT_EQ(x.to_vector(), std::vector<unsigned>(8192, 2u));
+}
+
 TEST(Memory, DeviceCopiesAreFreedWithTheirObjects) {
   roam::hetero_runtime rt(test_options());
   const int d = discrete_device(rt);
