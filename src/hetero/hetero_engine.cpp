@@ -39,6 +39,20 @@ std::vector<std::pair<hetero_object_state*, data_access>> unique_objects(
   return objects;
 }
 
+/// The engine's state cannot be trusted once its own work threw (an allocation, a plugged
+/// scheduler): end the process loudly, as an exception on the engine thread always did, rather
+/// than leave tasks that never finish and waits that never return.
+[[noreturn]] void engine_failed(const std::exception_ptr& failure) {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "roam: the heterogeneous engine failed: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "roam: the heterogeneous engine failed (unknown exception)\n");
+  }
+  std::terminate();
+}
+
 /// Forgets the finished reads of `copy` once their list has doubled (a list of events that
 /// finished is harmless: every use skips ready events).
 void drop_finished_readers(memory_copy& copy) {
@@ -253,14 +267,9 @@ void hetero_engine::drain(std::unique_lock<std::mutex>& inbox_lock) {
       bury(dead);
       inbox_lock.lock();
     }
-  } catch (const std::exception& e) {
-    // The engine's state cannot be trusted past this point, and the work this drain took would
-    // never finish: end the process loudly, as an exception on the engine thread always did.
-    std::fprintf(stderr, "roam: the heterogeneous engine failed: %s\n", e.what());
-    std::terminate();
   } catch (...) {
-    std::fprintf(stderr, "roam: the heterogeneous engine failed (unknown exception)\n");
-    std::terminate();
+    // The work this drain took would never finish.
+    engine_failed(std::current_exception());
   }
   draining_ = false;
   draining_here = outer;
@@ -356,68 +365,78 @@ void hetero_engine::submit(const std::shared_ptr<hetero_task_state>& task) {
           "roam: the hetero_runtime has ended; no task, host request or range copy may start "
           "after it (objects outliving it may only be dropped)");
     }
-    task->id = next_task_id_++;
-    task->objects = unique_objects(*task);
-    for (auto [object, access] : task->objects) {
-      prune_when_doubled(object->users, object->users_kept,
-                         [](const std::weak_ptr<hetero_task_state>& user) {
-                           auto alive = user.lock();
-                           return !alive || alive->phase == task_phase::complete;
-                         });
-      object->users.push_back(task);
+    // From here on the task is being registered with its objects and dependencies: a failure
+    // part-way would leave it half-registered, never to run, with every later task on those
+    // objects waiting behind it.
+    try {
+      register_task(task);
+    } catch (...) {
+      engine_failed(std::current_exception());
     }
-    task->phase = task_phase::blocked;
-    ++open_tasks_;
-    // Only this submission adds `task` to other tasks' lists, and nothing else is added to them
-    // meanwhile (the lock is held): if `task` is in a list already, it is the last element. So a
-    // dependency named twice costs O(1), not a search through everything waiting on `on`.
-    auto already_in = [&](const std::vector<std::shared_ptr<hetero_task_state>>& list) {
-      return !list.empty() && list.back() == task;
-    };
-    auto depend_on = [&](const std::shared_ptr<hetero_task_state>& on) {
-      if (!on || on == task || on->phase == task_phase::complete) return;
-      if (already_in(on->dependents)) return;
-      on->dependents.push_back(task);
-      ++task->unfinished;
-    };
-    for (auto& d : task->dependencies) depend_on(d);
-    task->dependencies.clear();
-    // Implicit dependencies on a kernel end when it is launched, not when it finishes: launching
-    // records its event on every copy it uses (copy.ready, copy.readers), and attempt() puts those
-    // events in the dependent's `after` list, so a chain of kernels and transfers on one device
-    // is queued there at once instead of one engine wake-up per link. A held host request has no
-    // such event: its dependents wait for its release. Neither can remove_from_devices() go
-    // early: it frees copies only when no task still pins them.
-    auto order_after = [&](const std::shared_ptr<hetero_task_state>& on) {
-      if (!on || is_host_request(*on) || task->evict_when_granted) {
-        depend_on(on);
-        return;
-      }
-      if (on == task || on->phase == task_phase::running || on->phase == task_phase::complete)
-        return;
-      if (already_in(on->launch_dependents)) return;
-      on->launch_dependents.push_back(task);
-      ++task->unfinished;
-    };
-    if (task->implicit) {
-      for (auto [object, access] : task->objects) {
-        prune_when_doubled(object->readers_since_writer, object->readers_kept,
-                           [](const auto& r) { return r->phase == task_phase::complete; });
-        if (object->last_writer && object->last_writer->phase == task_phase::complete)
-          object->last_writer.reset();
-        order_after(object->last_writer);
-        if (writes(access)) {
-          for (auto& r : object->readers_since_writer) order_after(r);
-          object->readers_since_writer.clear();
-          object->last_writer = task;
-        } else {
-          object->readers_since_writer.push_back(task);
-        }
-      }
-    }
-    if (task->unfinished == 0) make_runnable(task);
   }
   post([] {});
+}
+
+void hetero_engine::register_task(const std::shared_ptr<hetero_task_state>& task) {
+  task->id = next_task_id_++;
+  task->objects = unique_objects(*task);
+  for (auto [object, access] : task->objects) {
+    prune_when_doubled(object->users, object->users_kept,
+                       [](const std::weak_ptr<hetero_task_state>& user) {
+                         auto alive = user.lock();
+                         return !alive || alive->phase == task_phase::complete;
+                       });
+    object->users.push_back(task);
+  }
+  task->phase = task_phase::blocked;
+  ++open_tasks_;
+  // Only this submission adds `task` to other tasks' lists, and nothing else is added to them
+  // meanwhile (the lock is held): if `task` is in a list already, it is the last element. So a
+  // dependency named twice costs O(1), not a search through everything waiting on `on`.
+  auto already_in = [&](const std::vector<std::shared_ptr<hetero_task_state>>& list) {
+    return !list.empty() && list.back() == task;
+  };
+  auto depend_on = [&](const std::shared_ptr<hetero_task_state>& on) {
+    if (!on || on == task || on->phase == task_phase::complete) return;
+    if (already_in(on->dependents)) return;
+    on->dependents.push_back(task);
+    ++task->unfinished;
+  };
+  for (auto& d : task->dependencies) depend_on(d);
+  task->dependencies.clear();
+  // Implicit dependencies on a kernel end when it is launched, not when it finishes: launching
+  // records its event on every copy it uses (copy.ready, copy.readers), and attempt() puts those
+  // events in the dependent's `after` list, so a chain of kernels and transfers on one device
+  // is queued there at once instead of one engine wake-up per link. A held host request has no
+  // such event: its dependents wait for its release. Neither can remove_from_devices() go
+  // early: it frees copies only when no task still pins them.
+  auto order_after = [&](const std::shared_ptr<hetero_task_state>& on) {
+    if (!on || is_host_request(*on) || task->evict_when_granted) {
+      depend_on(on);
+      return;
+    }
+    if (on == task || on->phase == task_phase::running || on->phase == task_phase::complete) return;
+    if (already_in(on->launch_dependents)) return;
+    on->launch_dependents.push_back(task);
+    ++task->unfinished;
+  };
+  if (task->implicit) {
+    for (auto [object, access] : task->objects) {
+      prune_when_doubled(object->readers_since_writer, object->readers_kept,
+                         [](const auto& r) { return r->phase == task_phase::complete; });
+      if (object->last_writer && object->last_writer->phase == task_phase::complete)
+        object->last_writer.reset();
+      order_after(object->last_writer);
+      if (writes(access)) {
+        for (auto& r : object->readers_since_writer) order_after(r);
+        object->readers_since_writer.clear();
+        object->last_writer = task;
+      } else {
+        object->readers_since_writer.push_back(task);
+      }
+    }
+  }
+  if (task->unfinished == 0) make_runnable(task);
 }
 
 class hetero_engine::scheduler_view final : public hetero_scheduler_context {
@@ -1063,7 +1082,11 @@ void hetero_engine::release_host(hetero_object_state& object) {
     }
     auto task = *found;
     object.host_requests.erase(found);
-    finish(task, nullptr);
+    try {
+      finish(task, nullptr);  // makes its dependents runnable: the scheduler's push may throw
+    } catch (...) {
+      engine_failed(std::current_exception());
+    }
     dead = std::exchange(graveyard_, {});
     if (!dead.empty()) ++burials_;
   }

@@ -215,6 +215,8 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   /// One pass over the retry, host-request, memory-waiting and runnable tasks; true if it
   /// started anything.
   bool dispatch_pass();
+  /// submit()'s registration of a checked task with its objects and dependencies. Under mutex_.
+  void register_task(const std::shared_ptr<hetero_task_state>& task);
   void make_runnable(const std::shared_ptr<hetero_task_state>& task);
   /// One fewer unfinished dependency for each of `dependents` (cleared).
   void release(std::vector<std::shared_ptr<hetero_task_state>>& dependents);

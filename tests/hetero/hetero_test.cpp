@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
@@ -794,6 +795,38 @@ TEST(ErrorsDeathTest, AnExceptionInTheEnginesWorkEndsTheProcessWithItsMessage) {
             .wait();
       },
       "heterogeneous engine failed: the test scheduler broke");
+}
+
+class refusing_scheduler final : public roam::hetero_scheduler {
+ public:
+  void push(std::uint64_t /*task*/, const roam::hetero_scheduler_context& /*context*/) override {
+    throw std::runtime_error("the test scheduler refused a task");
+  }
+  std::optional<roam::hetero_placement> pop(
+      const roam::hetero_scheduler_context& /*context*/) override {
+    return std::nullopt;
+  }
+};
+
+// The scheduler's push runs inside submit(), on the caller's thread: a failure there would
+// leave the task registered with its objects but never runnable, and every later task on
+// them waiting forever. It ends the process like any failure of the engine's own work.
+TEST(ErrorsDeathTest, AFailureWhileSubmittingEndsTheProcessWithItsMessage) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        auto options = test_options();
+        options.scheduler = std::make_shared<refusing_scheduler>();
+        roam::hetero_runtime rt(options);
+        roam::hetero_object<unsigned> x(64, 1u);
+        try {
+          roam::hetero_task(increment, roam::launch_dims::linear(64), roam::inout(x), 64).submit();
+        } catch (...) {
+          std::fprintf(stderr, "submit threw\n");
+        }
+        x.tasks_done().wait();
+      },
+      "heterogeneous engine failed: the test scheduler refused a task");
 }
 
 TEST(Memory, AnObjectLargerThanTheDeviceFailsItsTask) {
