@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
@@ -771,62 +770,53 @@ TEST(Errors, NothingStartsAfterTheRuntimeEnded) {
   EXPECT_THROW((void)survivor.request(roam::data_access::read), roam::device_error);
 }
 
-/// A scheduler plug-in that fails: the engine's state cannot be trusted after an exception in
-/// its work, so the process must end loudly rather than leave the task hanging.
-class failing_scheduler final : public roam::hetero_scheduler {
+/// A scheduler plug-in that throws from push() (called inside submit(), on the caller's thread)
+/// or from pop() (called by whichever thread drains the engine's work).
+class broken_scheduler final : public roam::hetero_scheduler {
  public:
-  void push(std::uint64_t /*task*/, const roam::hetero_scheduler_context& /*context*/) override {}
-  std::optional<roam::hetero_placement> pop(
-      const roam::hetero_scheduler_context& /*context*/) override {
-    throw std::runtime_error("the test scheduler broke");
-  }
-};
-
-TEST(ErrorsDeathTest, AnExceptionInTheEnginesWorkEndsTheProcessWithItsMessage) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH(
-      {
-        auto options = test_options();
-        options.scheduler = std::make_shared<failing_scheduler>();
-        roam::hetero_runtime rt(options);
-        roam::hetero_object<unsigned> x(64, 1u);
-        roam::hetero_task(increment, roam::launch_dims::linear(64), roam::inout(x), 64)
-            .submit()
-            .wait();
-      },
-      "heterogeneous engine failed: the test scheduler broke");
-}
-
-class refusing_scheduler final : public roam::hetero_scheduler {
- public:
+  explicit broken_scheduler(bool in_push) : in_push_(in_push) {}
   void push(std::uint64_t /*task*/, const roam::hetero_scheduler_context& /*context*/) override {
-    throw std::runtime_error("the test scheduler refused a task");
+    if (in_push_) throw std::runtime_error("the test scheduler refused a task");
   }
   std::optional<roam::hetero_placement> pop(
       const roam::hetero_scheduler_context& /*context*/) override {
+    if (!in_push_) throw std::runtime_error("the test scheduler broke");
     return std::nullopt;
   }
+
+ private:
+  bool in_push_;
 };
 
-// The scheduler's push runs inside submit(), on the caller's thread: a failure there would
-// leave the task registered with its objects but never runnable, and every later task on
-// them waiting forever. It ends the process like any failure of the engine's own work.
+/// Submits one task under `scheduler` and waits for it. An exception thrown back to the caller
+/// is ignored here: the engine must not survive it with a task that never runs (the wait would
+/// then hang, and the death test fail).
+void run_one_task_under(std::shared_ptr<roam::hetero_scheduler> scheduler) {
+  auto options = test_options();
+  options.scheduler = std::move(scheduler);
+  roam::hetero_runtime rt(options);
+  roam::hetero_object<unsigned> x(64, 1u);
+  try {
+    roam::hetero_task(increment, roam::launch_dims::linear(64), roam::inout(x), 64).submit();
+  } catch (...) {
+  }
+  x.tasks_done().wait();
+}
+
+// The engine's state cannot be trusted after an exception in its own work, so the process must
+// end loudly rather than leave the task hanging.
+TEST(ErrorsDeathTest, AnExceptionInTheEnginesWorkEndsTheProcessWithItsMessage) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(run_one_task_under(std::make_shared<broken_scheduler>(false)),
+               "heterogeneous engine failed: the test scheduler broke");
+}
+
+// A failure while submit() registers the task would leave it registered with its objects but
+// never runnable, and every later task on them waiting forever. It ends the process too.
 TEST(ErrorsDeathTest, AFailureWhileSubmittingEndsTheProcessWithItsMessage) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH(
-      {
-        auto options = test_options();
-        options.scheduler = std::make_shared<refusing_scheduler>();
-        roam::hetero_runtime rt(options);
-        roam::hetero_object<unsigned> x(64, 1u);
-        try {
-          roam::hetero_task(increment, roam::launch_dims::linear(64), roam::inout(x), 64).submit();
-        } catch (...) {
-          std::fprintf(stderr, "submit threw\n");
-        }
-        x.tasks_done().wait();
-      },
-      "heterogeneous engine failed: the test scheduler refused a task");
+  EXPECT_DEATH(run_one_task_under(std::make_shared<broken_scheduler>(true)),
+               "heterogeneous engine failed: the test scheduler refused a task");
 }
 
 TEST(Memory, AnObjectLargerThanTheDeviceFailsItsTask) {
