@@ -141,7 +141,6 @@ using grid_pointers = std::array<roam::global_hetero_ptr<double>, 2>;
 
 struct jacobi_block {
   std::array<roam::hetero_object<double>, 2> grid;
-  grid_pointers published;  // grid[0] and grid[1], for neighbours on the same node
   roam::mobile_ptr<jacobi_block> below, above;
   grid_pointers below_grids, above_grids;
   int nx = 0, ny = 0, nz = 0, iterations = 0;
@@ -154,8 +153,8 @@ struct jacobi_block {
 
   template <class Ar>
   void serialize(Ar& ar) {
-    ar(grid, published, below, above, below_grids, above_grids, nx, ny, nz, iterations, cur,
-       iteration, started, arrived, arrived_count);
+    ar(grid, below, above, below_grids, above_grids, nx, ny, nz, iterations, cur, iteration,
+       started, arrived, arrived_count);
   }
 
   jacobi_block() = default;
@@ -166,6 +165,8 @@ struct jacobi_block {
   }
 
   grid_pointers publish_grids() {
+    // For neighbours on the same node; the caller unpublishes them.
+    grid_pointers published;
     for (std::size_t g = 0; g < 2; ++g) published[g] = roam::publish(grid[g]);
     return published;
   }

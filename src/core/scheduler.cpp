@@ -318,14 +318,14 @@ void scheduler::worker_main(unsigned index) {
         const auto now = std::chrono::steady_clock::now();
         if (now - last_poll > busy_poll_interval) {
           last_poll = now;
-          note_traffic(progress_());
+          progress();
         }
       }
       continue;
     }
     flush_thread_lanes();  // an idle sender ships what it aggregated
     if (hooks_.idle) hooks_.idle(hooks_.context);
-    if (progress_ && note_traffic(progress_())) {
+    if (progress()) {
       glance = false;
       rounds = 0;
       continue;

@@ -422,7 +422,7 @@ void hetero_engine::register_task(const std::shared_ptr<hetero_task_state>& task
   };
   if (task->implicit) {
     for (auto [object, access] : task->objects) {
-      prune_when_doubled(object->readers_since_writer, object->readers_kept,
+      prune_when_doubled(object->readers_since_writer, object->readers_since_writer_kept,
                          [](const auto& r) { return r->phase == task_phase::complete; });
       if (object->last_writer && object->last_writer->phase == task_phase::complete)
         object->last_writer.reset();
@@ -430,6 +430,7 @@ void hetero_engine::register_task(const std::shared_ptr<hetero_task_state>& task
       if (writes(access)) {
         for (auto& r : object->readers_since_writer) order_after(r);
         object->readers_since_writer.clear();
+        object->readers_since_writer_kept = 0;
         object->last_writer = task;
       } else {
         object->readers_since_writer.push_back(task);
@@ -672,6 +673,7 @@ void hetero_engine::evict_copy(hetero_object_state& object, int space) {
   wait_until_done(copy.ready);
   for (auto& r : copy.readers) wait_until_done(r);
   copy.readers.clear();
+  copy.readers_kept = 0;
   pools_[space - 1]->release(copy.buffer);
   copy.buffer = {};
   copy.state = coherence::invalid;
@@ -765,6 +767,7 @@ hetero_engine::attempt_result hetero_engine::attempt(
           auto e = d->copy_to_device(device_queue::host_to_device(), copy.buffer, 0, object->host,
                                      object->bytes, before);
           copy.readers.clear();  // e waited for them
+          copy.readers_kept = 0;
           ++statistics_.copies_to_device;
           statistics_.bytes_to_device += object->bytes;
           drop_finished_readers(host);
@@ -823,6 +826,7 @@ hetero_engine::attempt_result hetero_engine::attempt(
         copy.state = coherence::modified;
         copy.ready = e;
         copy.readers.clear();
+        copy.readers_kept = 0;
       } else {
         drop_finished_readers(copy);
         copy.readers.push_back(e);
@@ -947,6 +951,7 @@ hetero_engine::attempt_result hetero_engine::attempt_range(
                                    range.source, range.bytes, pending_on(copy));
         copy.ready = e;
         copy.readers.clear();  // e waited for them
+        copy.readers_kept = 0;
         note_transfer(copy);
         issued.push_back(std::move(e));
         updated = true;

@@ -4,7 +4,8 @@
 // issues the transfers the protocol requires and launches kernels, and eviction.
 //
 // Locking: one mutex (`mutex_`) guards all objects, tasks and pools. Device completion callbacks
-// never take it: they post to the inbox (its own mutex). One thread at a time drains the inbox
+// post to the inbox (its own mutex) and take `mutex_` only when they drain it. One thread at a
+// time drains the inbox
 // and dispatches (`draining_`): the thread that posted, when no drain is running and it may
 // (a submitting thread, the host pool's threads, the CUDA poller; ADR 31), otherwise the engine
 // thread. Work posted while a drain runs is taken by that drain.
@@ -51,7 +52,7 @@ struct memory_copy {
   device_buffer buffer;               ///< unused in the host space
   device_event ready;                 ///< the last operation that wrote this copy
   std::vector<device_event> readers;  ///< operations that read this copy, maybe in flight
-  std::size_t readers_kept = 0;       ///< readers' size after its last pruning
+  std::size_t readers_kept = 0;       ///< readers' size after its last pruning (or clearing)
   std::uint64_t last_use = 0;
   int pins = 0;  ///< tasks placed on this space that use the copy
 };
@@ -69,7 +70,7 @@ struct hetero_object_state {
   // Implicit dependencies: the last writer and the readers since it, in submission order.
   std::shared_ptr<hetero_task_state> last_writer;
   std::vector<std::shared_ptr<hetero_task_state>> readers_since_writer;
-  std::size_t readers_kept = 0;  ///< readers_since_writer's size after its last pruning
+  std::size_t readers_since_writer_kept = 0;  ///< its size after its last pruning (or clearing)
   /// Host requests not yet released, oldest first.
   std::deque<std::shared_ptr<hetero_task_state>> host_requests;
   /// Every task and host request naming the object that may not have finished (pruned when
@@ -202,7 +203,8 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   enum class attempt_result : std::uint8_t { started, deferred, no_memory };
 
   void post(std::function<void()> item);
-  /// When `e` completes, the engine thread finishes (or retries) the task with this id.
+  /// When `e` completes, whichever thread drains next finishes (or retries) the task with this
+  /// id.
   void notify_when_done(const device_event& e, std::uint64_t task, bool finishes);
   void engine_loop();
   /// Runs the inbox's work until it is empty; `inbox_lock` holds inbox_mutex_ and draining_ is
