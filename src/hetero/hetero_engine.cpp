@@ -134,7 +134,8 @@ void hetero_engine::forget_object(hetero_object_state& object) {
     for (auto& r : copy.readers) wait_until_done(r);
     if (space != 0 && copy.buffer) {
       pools_[space - 1]->release(copy.buffer);
-      resident_[space].erase(&object);
+      resident_[space].erase(copy.recency);
+      memory_may_be_free_ = true;
     }
   }
   host_pool_->release(object.host, object.bytes);
@@ -241,6 +242,10 @@ void hetero_engine::drain(std::unique_lock<std::mutex>& inbox_lock) {
           // What a backend thread's drain left because it would have had to block.
           for (auto& task : engine_thread_only_) retry_.push_back(std::move(task));
           engine_thread_only_.clear();
+          if (eviction_left_to_engine_thread_) {  // the tasks waiting for it try again here
+            eviction_left_to_engine_thread_ = false;
+            memory_may_be_free_ = true;
+          }
           if (!deferred_.empty()) {
             dead = std::exchange(deferred_, {});
             --burials_;  // counted again below, with this drain's own
@@ -527,10 +532,13 @@ bool hetero_engine::dispatch_pass() {
     task->device.store(-1);
     if (attempt(task) == attempt_result::no_memory) waiting_for_memory_.push_back(task);
   }
-  auto waiting = std::move(waiting_for_memory_);
-  waiting_for_memory_.clear();
-  for (auto& task : waiting) {
-    if (attempt(task) == attempt_result::no_memory) waiting_for_memory_.push_back(task);
+  if (memory_may_be_free_) {
+    memory_may_be_free_ = false;
+    auto waiting = std::move(waiting_for_memory_);
+    waiting_for_memory_.clear();
+    for (auto& task : waiting) {
+      if (attempt(task) == attempt_result::no_memory) waiting_for_memory_.push_back(task);
+    }
   }
   while (!runnable_.empty()) {
     auto placement = scheduler_->pop(scheduler_view(*this));
@@ -599,7 +607,7 @@ bool hetero_engine::reserve_copies(hetero_task_state& task, int space) {
       if (!buffer) return false;
       copy.buffer = *buffer;
       copy.state = coherence::invalid;
-      resident_[space].insert(object);
+      copy.recency = resident_[space].insert(resident_[space].end(), object);
     }
   }
   for (auto [object, access] : task.objects) ++object->copies[space].pins;
@@ -609,25 +617,31 @@ bool hetero_engine::reserve_copies(hetero_task_state& task, int space) {
 
 bool hetero_engine::make_room(int space, std::size_t bytes, const hetero_task_state& user) {
   auto& pool = *pools_[space - 1];
-  std::vector<hetero_object_state*> candidates;
-  for (auto* object : resident_[space]) {
+  auto fits = [&] { return pool.in_use() + bytes <= pool.limit(); };
+  // Least recently used first. Pinned copies (tasks in flight) were used recently and sit at
+  // the back, so the walk rarely passes many before it finds what it can evict.
+  auto& order = resident_[space];
+  for (auto next = order.begin(); next != order.end() && !fits();) {
+    auto* object = *next++;  // before evict_copy erases the entry
     if (object->copies[space].pins > 0) continue;
-    const bool used_by_task = std::any_of(user.objects.begin(), user.objects.end(),
-                                          [&](const auto& o) { return o.first == object; });
-    if (!used_by_task) candidates.push_back(object);
-  }
-  std::sort(candidates.begin(), candidates.end(), [&](auto* a, auto* b) {
-    return a->copies[space].last_use < b->copies[space].last_use;
-  });
-  for (auto* object : candidates) {
-    if (pool.in_use() + bytes <= pool.limit()) break;
+    if (std::any_of(user.objects.begin(), user.objects.end(),
+                    [&](const auto& o) { return o.first == object; }))
+      continue;
     if (draining_on_backend && eviction_would_wait(*object, space)) {
+      eviction_left_to_engine_thread_ = true;
       request_engine_thread();  // it evicts this one, blocking as it may
       continue;
     }
     evict_copy(*object, space);
   }
-  return pool.in_use() + bytes <= pool.limit();
+  return fits();
+}
+
+void hetero_engine::touch(hetero_object_state& object, int space) {
+  auto& copy = object.copies[static_cast<std::size_t>(space)];
+  if (space == 0 || !copy.buffer) return;
+  auto& order = resident_[static_cast<std::size_t>(space)];
+  order.splice(order.end(), order, copy.recency);
 }
 
 bool hetero_engine::in_use(const memory_copy& copy) {
@@ -678,7 +692,8 @@ void hetero_engine::evict_copy(hetero_object_state& object, int space) {
   copy.buffer = {};
   copy.state = coherence::invalid;
   copy.ready = device_event();
-  resident_[space].erase(&object);
+  resident_[space].erase(copy.recency);
+  memory_may_be_free_ = true;
   ++statistics_.evictions;
   // Another copy stays valid: a Modified copy was written back above, and a Shared or Invalid
   // one always has a valid copy elsewhere.
@@ -751,7 +766,7 @@ hetero_engine::attempt_result hetero_engine::attempt(
     std::vector<device_event> after;
     for (auto [object, access] : objects) {
       auto& copy = object->copies[space];
-      copy.last_use = ++clock_;
+      touch(*object, space);
       if (reads(access) && copy.state == coherence::invalid) {
         // A copy overwrites its destination: operations still using the destination's old
         // contents (launched before their dependents were released, see submit()) end first.
@@ -893,8 +908,8 @@ hetero_engine::attempt_result hetero_engine::attempt_range(
   auto& host = object->copies[0];
   auto* host_bytes = static_cast<std::byte*>(object->host) + range.offset;
   std::vector<device_event> issued;
-  auto note_transfer = [&](memory_copy& copy) {
-    copy.last_use = ++clock_;
+  auto note_transfer = [&](std::size_t space) {
+    touch(*object, static_cast<int>(space));
     ++statistics_.range_transfers;
     statistics_.range_bytes += range.bytes;
   };
@@ -917,7 +932,7 @@ hetero_engine::attempt_result hetero_engine::attempt_range(
                                range.offset, range.bytes, std::span(&copy.ready, 1));
       drop_finished_readers(copy);
       copy.readers.push_back(e);
-      note_transfer(copy);
+      note_transfer(static_cast<std::size_t>(space));
       if (range.staging != nullptr) ++statistics_.staged_range_copies;
       issued.push_back(std::move(e));
     }
@@ -952,7 +967,7 @@ hetero_engine::attempt_result hetero_engine::attempt_range(
         copy.ready = e;
         copy.readers.clear();  // e waited for them
         copy.readers_kept = 0;
-        note_transfer(copy);
+        note_transfer(space);
         issued.push_back(std::move(e));
         updated = true;
       } catch (...) {
@@ -1108,7 +1123,10 @@ void hetero_engine::finish(std::shared_ptr<hetero_task_state> task,
   const int device_index = task->device.load();
   if (task->pinned) {
     const int space = task->function == nullptr ? 0 : spaces_[device_index];
-    for (auto [object, access] : task->objects) --object->copies[space].pins;
+    for (auto [object, access] : task->objects) {
+      // A device copy no task pins any more may be evicted for a task waiting for memory.
+      if (--object->copies[space].pins == 0 && space != 0) memory_may_be_free_ = true;
+    }
     task->pinned = false;
   }
   if (task->function != nullptr && device_index >= 0 && task->phase != task_phase::runnable)

@@ -15,12 +15,12 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "device_event_state.hpp"
@@ -53,7 +53,8 @@ struct memory_copy {
   device_event ready;                 ///< the last operation that wrote this copy
   std::vector<device_event> readers;  ///< operations that read this copy, maybe in flight
   std::size_t readers_kept = 0;       ///< readers' size after its last pruning (or clearing)
-  std::uint64_t last_use = 0;
+  /// While the copy holds a device buffer: its place in the space's eviction order.
+  std::list<hetero_object_state*>::iterator recency;
   int pins = 0;  ///< tasks placed on this space that use the copy
 };
 
@@ -230,6 +231,9 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   bool reserve_copies(hetero_task_state& task, int space);
   bool make_room(int space, std::size_t bytes, const hetero_task_state& user);
   void evict_copy(hetero_object_state& object, int space);
+  /// Marks `object`'s copy in `space` as the most recently used (a device copy with a buffer:
+  /// the last to be evicted).
+  void touch(hetero_object_state& object, int space);
   /// Whether evict_copy would block (a write-back, or operations still using the copy).
   [[nodiscard]] static bool eviction_would_wait(const hetero_object_state& object, int space);
   /// Operations still reading or writing the copy's (any copy's) memory: pending_on() without
@@ -269,7 +273,6 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   mutable std::mutex mutex_;
   std::condition_variable all_done_;
   std::uint64_t next_task_id_ = 1;
-  std::uint64_t clock_ = 0;
   std::size_t open_tasks_ = 0;
   std::unordered_map<std::uint64_t, std::shared_ptr<hetero_task_state>> runnable_;
   /// Placed and not finished: what device callbacks name by id.
@@ -277,9 +280,17 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   std::vector<std::shared_ptr<hetero_task_state>> host_runnable_;
   std::vector<std::shared_ptr<hetero_task_state>> retry_;
   std::vector<std::shared_ptr<hetero_task_state>> waiting_for_memory_;
+  /// Device memory may have become available since waiting_for_memory_ was last tried (a copy
+  /// freed or no longer pinned, or an eviction left to the engine thread's drain): they are
+  /// retried only then, not at every pass.
+  bool memory_may_be_free_ = false;
+  bool eviction_left_to_engine_thread_ = false;
   std::vector<std::size_t> in_flight_;
   std::vector<unsigned> next_queue_;
-  std::vector<std::unordered_set<hetero_object_state*>> resident_;  ///< per space
+  /// Per space, the objects with a buffer there, least recently used first: make_room evicts
+  /// from the front. A list, not a scan and sort of every resident copy per allocation miss,
+  /// which cost O(n log n) each once thousands of copies are resident (bench hetero_eviction).
+  std::vector<std::list<hetero_object_state*>> resident_;
   burial graveyard_;  ///< dropped after unlocking by the drain (or release_host) that found it
   /// Left by backend threads' drains for the engine thread, which may block: tasks whose
   /// eviction would wait; objects whose memory is still in use and every spent source (counted

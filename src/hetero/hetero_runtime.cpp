@@ -161,9 +161,9 @@ device_event tasks_done(const hetero_object_state& object) {
   return object.engine->tasks_done(object);
 }
 
-void evict_everywhere(const std::shared_ptr<hetero_object_state>& object) {
+device_event evict_everywhere(const std::shared_ptr<hetero_object_state>& object) {
   if (!object) throw device_error("roam: remove_from_devices() on an empty hetero_object");
-  (void)object->engine->request_host(object, data_access::read_write, true);
+  return object->engine->request_host(object, data_access::read_write, true).event();
 }
 
 coherence copy_state(const hetero_object_state& object, int device) noexcept {

@@ -731,6 +731,34 @@ TEST(Memory, EvictsLeastRecentlyUsedUnderASmallLimit) {
     EXPECT_EQ(objects[i].to_vector(), std::vector<unsigned>(n, i + 3u)) << "object " << i;
 }
 
+TEST(Memory, TheLeastRecentlyUsedCopyIsEvictedFirst) {
+  auto options = test_options();
+  options.memory_limit = std::size_t{3} * 4096 * sizeof(unsigned);  // three objects per device
+  roam::hetero_runtime rt(options);
+  const int d = discrete_device(rt);
+  const int n = 4096;
+  std::vector<roam::hetero_object<unsigned>> objects;
+  objects.reserve(4);
+  for (int i = 0; i < 4; ++i) objects.emplace_back(n, static_cast<unsigned>(i));
+  auto use = [&](int i) {
+    roam::hetero_task(increment, roam::launch_dims::linear(n), roam::inout(objects[i]), n)
+        .on_device(d)
+        .submit();
+    rt.wait_all();
+  };
+  use(0);
+  use(1);
+  use(2);
+  use(0);  // object 1 is now the least recently used: not the oldest allocation, object 0
+  use(3);
+  EXPECT_EQ(rt.statistics().evictions, 1u);
+  EXPECT_EQ(objects[1].state_on(d), roam::coherence::invalid);
+  for (int i : {0, 2, 3}) EXPECT_EQ(objects[i].state_on(d), roam::coherence::modified) << i;
+  const std::array<unsigned, 4> expected{2, 2, 3, 4};
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(objects[i].to_vector(), std::vector<unsigned>(n, expected[i])) << "object " << i;
+}
+
 // One host-backend thread with memory of its own: the thread that completes a task is the one
 // that would run the write-back an eviction needs. Its drain must leave such evictions (and the
 // range copies' objects still in use) to the engine thread instead of waiting for itself.
@@ -879,9 +907,10 @@ TEST(Memory, RemoveFromDevicesKeepsTheData) {
   roam::hetero_task(increment, roam::launch_dims::linear(1000), roam::inout(x), 1000)
       .on_device(d)
       .submit();
-  x.remove_from_devices();
-  rt.wait_all();
+  // Its future is ready once the copy is freed and the data written back.
+  x.remove_from_devices().wait();
   EXPECT_EQ(x.state_on(d), roam::coherence::invalid);
+  EXPECT_EQ(x.state_on_host(), roam::coherence::modified);
   EXPECT_EQ(rt.statistics().device_bytes_in_use, 0u);
   EXPECT_EQ(x.to_vector(), std::vector<unsigned>(1000, 2u));
 }

@@ -79,7 +79,7 @@ device_event copy_range(const std::shared_ptr<hetero_object_state>& object,
                         std::size_t element_size, std::size_t size, bool write, std::size_t first,
                         std::size_t count, void* data, std::shared_ptr<void> owner = {});
 device_event tasks_done(const hetero_object_state& object);
-void evict_everywhere(const std::shared_ptr<hetero_object_state>& object);
+device_event evict_everywhere(const std::shared_ptr<hetero_object_state>& object);
 coherence copy_state(const hetero_object_state& object, int device) noexcept;
 coherence host_state(const hetero_object_state& object) noexcept;
 }  // namespace detail
@@ -197,8 +197,14 @@ class hetero_object {
   }
 
   /// Writes the valid data back to the host and frees the copies on every device, once the
-  /// tasks submitted before this call are done. Asynchronous.
-  void remove_from_devices() { detail::evict_everywhere(state_); }
+  /// tasks submitted before this call are done. Asynchronous: ordered like a write request (after
+  /// every task submitted before it, before every task submitted after it).
+  /// The future is ready once the copies are freed. A failed write-back fails it with the
+  /// device's error, and that device's copy then stays (still the valid one: nothing is lost);
+  /// dropping the future drops only that report.
+  hetero_future<void> remove_from_devices() {
+    return {detail::evict_everywhere(state_), [] {}};
+  }
 
   /// Ready once every task and host request submitted on this object before the call has
   /// finished (readers included, whatever their dependency settings; a held host request counts
