@@ -164,21 +164,25 @@ class host_device final : public device {
   }
 
   /// Runs `body` once the events of `after` and the queue's previous operation are done, never
-  /// blocking the caller. A body taking the event state completes it itself.
+  /// blocking the caller. A body taking the event state completes it itself. A failure among
+  /// `after` fails the operation (its inputs are not there); the previous operation's only
+  /// orders it: its failure is its own, or one failed kernel would fail every later operation
+  /// on its queue.
   template <class Body>
   device_event issue(device_queue queue, std::span<const device_event> after, Body body) {
     auto state = std::make_shared<device_event_state>();
     state->owner = this;
     std::vector<device_event> waits(after.begin(), after.end());
+    const std::size_t carried = waits.size();
     {
       std::lock_guard lock(mutex_);
       auto& tail = queue_tails_[queue_position(queue, queue_tails_.size() - 2)];
       if (tail.state()) waits.push_back(tail);
       tail = device_event(state);
     }
-    auto start = [this, state, waits, body = std::move(body)]() mutable {
-      for (auto& w : waits) {
-        if (auto failure = w.error()) {
+    auto start = [this, state, waits, carried, body = std::move(body)]() mutable {
+      for (std::size_t i = 0; i < carried; ++i) {
+        if (auto failure = waits[i].error()) {
           state->complete(failure);
           return;
         }

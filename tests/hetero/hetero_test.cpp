@@ -949,6 +949,27 @@ TEST(Errors, FailuresReachWait) {
   EXPECT_THROW(never.wait(), roam::device_error);
 }
 
+// A device queue keeps its order after a failed operation, but the failure stays that
+// operation's: the next ones on the queue (compute queues are used in turn) still run. The
+// host backend's (only its kernels can be made to fail here).
+TEST(Errors, AFailedKernelFailsOnlyItsOwnTask) {
+  auto options = test_options();
+  options.backends = "host";
+  options.host_separate_memory = true;
+  roam::hetero_runtime rt(options);
+  roam::hetero_object<unsigned> x(10, 0u);
+  roam::kernel throws{"throws", &throwing_host_kernel, nullptr, nullptr, nullptr};
+  roam::hetero_task failing(throws, roam::launch_dims::linear(1), roam::inout(x));
+  failing.submit();
+  EXPECT_THROW(failing.wait(), std::runtime_error);
+  for (int i = 0; i < 8; ++i) {
+    roam::hetero_task later(increment, roam::launch_dims::linear(10), roam::inout(x), 10);
+    later.submit();
+    EXPECT_NO_THROW(later.wait()) << "task " << i << " after the failure";
+  }
+  EXPECT_EQ(x.to_vector()[0], 8u);
+}
+
 /// Places every task on the last eligible device and records the thread each placement is made
 /// on.
 class last_device_scheduler final : public roam::hetero_scheduler {
