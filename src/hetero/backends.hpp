@@ -21,6 +21,12 @@ bool cuda_lock_host_memory(void* memory, std::size_t bytes) noexcept;
 void cuda_unlock_host_memory(void* memory) noexcept;
 #endif
 
+/// Tests only: the next `count` copies between host memory and a host-backend device's own
+/// memory (host_separate_memory) fail with a device_error, as a GPU's transfer may. The other
+/// backends' copies cannot be made to fail on purpose, and the engine's handling of a failed
+/// transfer must be tested somewhere.
+void fail_next_host_copies(unsigned count) noexcept;
+
 /// Page-aligned host memory (whole pages, as DMA engines and vector loads like them).
 void* allocate_page_aligned(std::size_t bytes);
 void free_page_aligned(void* memory) noexcept;

@@ -666,7 +666,37 @@ void hetero_engine::request_engine_thread() {
   wants_engine_thread_ = true;
 }
 
+std::exception_ptr hetero_engine::settle_failed_copies(hetero_object_state& object) {
+  auto healthy = [](const memory_copy& c) {
+    return c.state != coherence::invalid && c.ready.error() == nullptr;
+  };
+  const bool alternative = std::any_of(object.copies.begin(), object.copies.end(), healthy);
+  std::exception_ptr first;
+  bool invalidated = false;
+  for (auto& copy : object.copies) {
+    auto failure = copy.ready.error();
+    if (!failure) continue;
+    copy.ready = device_event();  // done: it orders nothing any more
+    if (copy.state == coherence::invalid || !alternative) continue;
+    copy.state = coherence::invalid;
+    invalidated = true;
+    if (!first) first = failure;
+  }
+  if (invalidated && std::count_if(object.copies.begin(), object.copies.end(), healthy) == 1) {
+    for (auto& copy : object.copies)
+      if (copy.state != coherence::invalid) copy.state = coherence::modified;  // the only one
+  }
+  return first;
+}
+
+void hetero_engine::throw_if_a_transfer_failed(const hetero_task_state& task) {
+  for (auto [object, access] : task.objects) {
+    if (auto failure = settle_failed_copies(*object)) std::rethrow_exception(failure);
+  }
+}
+
 void hetero_engine::evict_copy(hetero_object_state& object, int space) {
+  (void)settle_failed_copies(object);  // a copy whose transfer failed needs no write-back
   auto& copy = object.copies[space];
   if (copy.state == coherence::modified) {
     // The only valid copy: write it back to the host first. Rare (the device is full), so the
@@ -753,6 +783,9 @@ device_event hetero_engine::fetch_to_host(hetero_object_state& object) {
 hetero_engine::attempt_result hetero_engine::attempt(
     const std::shared_ptr<hetero_task_state>& task) {
   try {
+    // A transfer this task needs (issued for it or for an earlier task) failed: it fails with
+    // the device's error, and the copy is made again for the next task.
+    throw_if_a_transfer_failed(*task);
     if (task->range) return attempt_range(task);
     const int device_index = task->device.load();
     const bool host_request = task->function == nullptr;
@@ -796,6 +829,7 @@ hetero_engine::attempt_result hetero_engine::attempt(
       if (writes(access)) after.insert(after.end(), copy.readers.begin(), copy.readers.end());
     }
     if (defer_until(task, after, d)) return attempt_result::deferred;
+    throw_if_a_transfer_failed(*task);  // one issued above may have failed already
 
     if (host_request && task->evict_when_granted && draining_on_backend) {
       auto* object = objects.front().first;
@@ -917,6 +951,7 @@ hetero_engine::attempt_result hetero_engine::attempt_range(
     if (host.state != coherence::invalid) {
       // The host's copy is valid once what writes it (a fetch from a device) is done.
       if (defer_until(task, {host.ready}, nullptr)) return attempt_result::deferred;
+      throw_if_a_transfer_failed(*task);  // what wrote the host's copy may have just failed
       std::memcpy(range.user, host_bytes, range.bytes);
       if (range.staging != nullptr) host_pool_->release(range.staging, range.bytes);
       range.staging = nullptr;
@@ -949,6 +984,7 @@ hetero_engine::attempt_result hetero_engine::attempt_range(
           defer_until(task, pending_on(copy), device_of_space(static_cast<int>(space))))
         return attempt_result::deferred;
     }
+    throw_if_a_transfer_failed(*task);  // a copy a failed transfer left stale takes no bytes
     if (range.staging != nullptr) ++statistics_.staged_range_copies;
     bool updated = false;  // some copy holds the new bytes
     if (host.state != coherence::invalid) {
@@ -1131,17 +1167,14 @@ void hetero_engine::finish(std::shared_ptr<hetero_task_state> task,
   }
   if (task->function != nullptr && device_index >= 0 && task->phase != task_phase::runnable)
     --in_flight_[device_index];
-  if (failure && ((device_index >= 0 && task->function != nullptr) || task->range)) {
+  if (failure) {
     // The failed operation's event must not poison later work on these copies (a backend fails
-    // operations that wait for a failed one): their contents are undefined, their order kept.
-    // A range copy may have worked on every space.
+    // operations that wait for a failed one). A copy a failed transfer left stale becomes
+    // Invalid; one a failed kernel wrote keeps undefined contents, its order kept.
     for (auto [object, access] : task->objects) {
-      for (std::size_t space = 0; space < object->copies.size(); ++space) {
-        if (!task->range && static_cast<int>(space) != spaces_[device_index]) continue;
-        auto& copy = object->copies[space];
-        if (copy.ready.error()) copy.ready = device_event();
+      (void)settle_failed_copies(*object);
+      for (auto& copy : object->copies)
         std::erase_if(copy.readers, [](const device_event& e) { return e.error() != nullptr; });
-      }
     }
   }
   if (task->range) end_range(*task, failure);

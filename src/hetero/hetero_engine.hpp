@@ -231,6 +231,15 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   bool reserve_copies(hetero_task_state& task, int space);
   bool make_room(int space, std::size_t bytes, const hetero_task_state& user);
   void evict_copy(hetero_object_state& object, int space);
+  /// A copy whose last write failed (a transfer, a range write, a kernel) holds undefined
+  /// contents. Where another copy is valid and its last write did not fail, the failed copy
+  /// becomes Invalid (the next use copies again) and the failure is returned: a transfer that
+  /// the caller's task needs did not happen. Where no such copy is left (a failed kernel wrote
+  /// the only valid one), it stays valid with undefined contents and its order kept, as the
+  /// failed task's own report says.
+  static std::exception_ptr settle_failed_copies(hetero_object_state& object);
+  /// settle_failed_copies on each of the task's objects; throws the first failure found.
+  static void throw_if_a_transfer_failed(const hetero_task_state& task);
   /// Marks `object`'s copy in `space` as the most recently used (a device copy with a buffer:
   /// the last to be evicted).
   void touch(hetero_object_state& object, int space);

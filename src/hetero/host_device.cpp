@@ -17,6 +17,16 @@
 namespace roam::detail {
 namespace {
 
+std::atomic<unsigned> copies_to_fail{0};  ///< fail_next_host_copies
+
+/// Throws when a test asked for this copy to fail.
+void maybe_fail_copy() {
+  unsigned left = copies_to_fail.load(std::memory_order_relaxed);
+  while (left > 0 && !copies_to_fail.compare_exchange_weak(left, left - 1)) {
+  }
+  if (left > 0) throw device_error("roam: a copy failed (injected by fail_next_host_copies)");
+}
+
 class host_device final : public device {
  public:
   host_device(device_info info, unsigned threads, unsigned compute_queues)
@@ -52,7 +62,10 @@ class host_device final : public device {
                               std::span<const device_event> after) override {
     check_range(destination, offset, bytes);
     auto* to = static_cast<char*>(destination.handle) + offset;
-    return issue(queue, after, [to, source, bytes] { std::memcpy(to, source, bytes); });
+    return issue(queue, after, [to, source, bytes] {
+      maybe_fail_copy();
+      std::memcpy(to, source, bytes);
+    });
   }
 
   device_event copy_to_host(device_queue queue, void* destination, device_buffer source,
@@ -60,8 +73,10 @@ class host_device final : public device {
                             std::span<const device_event> after) override {
     check_range(source, offset, bytes);
     const auto* from = static_cast<const char*>(source.handle) + offset;
-    return issue(queue, after,
-                 [destination, from, bytes] { std::memcpy(destination, from, bytes); });
+    return issue(queue, after, [destination, from, bytes] {
+      maybe_fail_copy();
+      std::memcpy(destination, from, bytes);
+    });
   }
 
   device_event copy_on_device(device_queue queue, device_buffer destination,
@@ -245,6 +260,8 @@ class host_device final : public device {
 };
 
 }  // namespace
+
+void fail_next_host_copies(unsigned count) noexcept { copies_to_fail.store(count); }
 
 std::unique_ptr<device> make_host_device(int index, const device_discovery_options& options) {
   const unsigned threads = options.host_threads != 0

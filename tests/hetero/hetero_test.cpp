@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "backends.hpp"  // fail_next_host_copies, the library's test hook
 #include "roam/hetero.hpp"
 #include "test_kernels.hpp"
 
@@ -968,6 +969,107 @@ TEST(Errors, AFailedKernelFailsOnlyItsOwnTask) {
     EXPECT_NO_THROW(later.wait()) << "task " << i << " after the failure";
   }
   EXPECT_EQ(x.to_vector()[0], 8u);
+}
+
+/// Options for the failed-transfer tests: the host backend with memory of its own, whose copies
+/// fail_next_host_copies can make fail.
+roam::hetero_options failing_copies_options() {
+  auto options = test_options();
+  options.backends = "host";
+  options.host_separate_memory = true;
+  return options;
+}
+
+/// True when `f` throws a device_error naming the injected failure.
+template <class F>
+bool fails_with_injected_copy_error(F&& f) {
+  try {
+    f();
+  } catch (const roam::device_error& e) {
+    return std::string(e.what()).find("injected") != std::string::npos;
+  }
+  return false;
+}
+
+// A copy to the host fails: the request that needed it fails with the device's error, and the
+// device's copy is still the valid one (nothing is lost); the next request copies again.
+TEST(Errors, AFailedCopyToTheHostFailsItsRequestAndLosesNothing) {
+  roam::hetero_runtime rt(failing_copies_options());
+  const int d = discrete_device(rt);
+  const int n = 1000;
+  roam::hetero_object<unsigned> x(iota(n, 5));
+  roam::hetero_task(increment, roam::launch_dims::linear(n), roam::inout(x), n).submit().wait();
+  ASSERT_EQ(x.state_on(d), roam::coherence::modified);
+  roam::detail::fail_next_host_copies(1);
+  EXPECT_TRUE(
+      fails_with_injected_copy_error([&] { (void)x.request(roam::data_access::read).get(); }));
+  EXPECT_EQ(x.state_on(d), roam::coherence::modified);
+  EXPECT_EQ(x.state_on_host(), roam::coherence::invalid);
+  EXPECT_EQ(x.to_vector(), iota(n, 6));
+}
+
+// remove_from_devices() whose write-back fails: its future carries the error and the device
+// keeps the only valid copy.
+TEST(Errors, AFailedWriteBackLeavesTheCopyOnTheDevice) {
+  roam::hetero_runtime rt(failing_copies_options());
+  const int d = discrete_device(rt);
+  const int n = 1000;
+  roam::hetero_object<unsigned> x(iota(n, 5));
+  roam::hetero_task(increment, roam::launch_dims::linear(n), roam::inout(x), n).submit().wait();
+  roam::detail::fail_next_host_copies(1);
+  EXPECT_TRUE(fails_with_injected_copy_error([&] { x.remove_from_devices().wait(); }));
+  EXPECT_EQ(x.state_on(d), roam::coherence::modified);
+  EXPECT_EQ(x.to_vector(), iota(n, 6));
+  x.remove_from_devices().wait();
+  EXPECT_EQ(x.state_on(d), roam::coherence::invalid);
+}
+
+// A copy to the device fails: the task that needed it fails, and the device's copy is not taken
+// for valid afterwards: the next task copies again and sees the right data.
+TEST(Errors, AFailedCopyToTheDeviceFailsItsTaskAndIsMadeAgain) {
+  roam::hetero_runtime rt(failing_copies_options());
+  const int d = discrete_device(rt);
+  const int n = 1000;
+  roam::hetero_object<unsigned> x(iota(n, 5));
+  roam::hetero_object<unsigned> y(n);
+  roam::detail::fail_next_host_copies(1);
+  roam::hetero_task first(copy_into, roam::launch_dims::linear(n), roam::out(y), roam::in(x), n);
+  first.on_device(d).submit();
+  EXPECT_TRUE(fails_with_injected_copy_error([&] { first.wait(); }));
+  EXPECT_EQ(x.state_on(d), roam::coherence::invalid);
+  EXPECT_EQ(x.state_on_host(), roam::coherence::modified);
+  roam::hetero_task(copy_into, roam::launch_dims::linear(n), roam::out(y), roam::in(x), n)
+      .on_device(d)
+      .submit()
+      .wait();
+  EXPECT_EQ(y.to_vector(), iota(n, 5));
+}
+
+// A range write reaches the host's copy but its transfer to the device fails: the device's copy
+// is stale, so it is Invalid, and a kernel reading the object there sees the new bytes.
+TEST(Errors, AFailedRangeWriteLeavesNoStaleCopy) {
+  roam::hetero_runtime rt(failing_copies_options());
+  const int d = discrete_device(rt);
+  const int n = 1000;
+  roam::hetero_object<unsigned> x(iota(n, 5));
+  roam::hetero_object<unsigned> y(n);
+  roam::hetero_task(copy_into, roam::launch_dims::linear(n), roam::out(y), roam::in(x), n)
+      .on_device(d)
+      .submit()
+      .wait();
+  ASSERT_EQ(x.state_on(d), roam::coherence::shared);
+  const std::vector<unsigned> part(10, 7u);
+  roam::detail::fail_next_host_copies(1);
+  EXPECT_TRUE(fails_with_injected_copy_error([&] { x.write_range(20, std::span(part)).wait(); }));
+  EXPECT_EQ(x.state_on(d), roam::coherence::invalid);
+  EXPECT_EQ(x.state_on_host(), roam::coherence::modified);
+  roam::hetero_task(copy_into, roam::launch_dims::linear(n), roam::out(y), roam::in(x), n)
+      .on_device(d)
+      .submit()
+      .wait();
+  auto expected = iota(n, 5);
+  std::fill_n(expected.begin() + 20, 10, 7u);
+  EXPECT_EQ(y.to_vector(), expected);
 }
 
 /// Places every task on the last eligible device and records the thread each placement is made

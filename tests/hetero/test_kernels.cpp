@@ -18,6 +18,11 @@ ROAM_KERNEL(increment, (roam_global unsigned* x, int n), {
   if (i < n) x[i] += 1u;
 })
 
+ROAM_KERNEL(copy_into, (roam_global unsigned* y, roam_global const unsigned* x, int n), {
+  const int i = (int)roam_global_id(0);
+  if (i < n) y[i] = x[i];
+})
+
 ROAM_GROUP_KERNEL(group_sums, (roam_global const unsigned* x, roam_global unsigned* sums, int n),
                   {roam_parallel_region({
                     const int i = (int)roam_global_id(0);

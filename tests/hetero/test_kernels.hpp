@@ -9,6 +9,8 @@ ROAM_DECLARE_KERNEL(mix_into);
 ROAM_DECLARE_KERNEL(fill);
 // x[i] += 1
 ROAM_DECLARE_KERNEL(increment);
+// y[i] = x[i]
+ROAM_DECLARE_KERNEL(copy_into);
 // per-group sums of x into sums[group], through dynamic local memory and parallel regions
 ROAM_DECLARE_KERNEL(group_sums);
 // each group reverses its slice of x in place, through a static local array
