@@ -26,6 +26,10 @@ void cuda_unlock_host_memory(void* memory) noexcept;
 /// backends' copies cannot be made to fail on purpose, and the engine's handling of a failed
 /// transfer must be tested somewhere.
 void fail_next_host_copies(unsigned count) noexcept;
+/// Tests only: host-backend devices with memory of their own refuse allocations beyond `bytes`
+/// in all (0: no such cap), as a GPU whose memory another process holds refuses them while the
+/// framework's own count shows room.
+void cap_host_device_memory(std::size_t bytes) noexcept;
 
 /// Page-aligned host memory (whole pages, as DMA engines and vector loads like them).
 void* allocate_page_aligned(std::size_t bytes);

@@ -602,8 +602,18 @@ bool hetero_engine::reserve_copies(hetero_task_state& task, int space) {
       auto& copy = object->copies[space];
       if (copy.buffer) continue;
       auto buffer = pool.allocate(object->bytes);
-      if (!buffer && make_room(space, size_class(object->bytes), task))
+      if (!buffer && make_room(space, size_class(object->bytes), task, pool.device_refused()))
         buffer = pool.allocate(object->bytes);
+      if (!buffer && pool.device_refused() && !memory_may_come_back(space)) {
+        // Nothing of the framework's is left to evict there and no running task will free
+        // any: waiting would be forever.
+        throw out_of_device_memory(
+            "roam: device " + device_of_space(space)->info().name + " refused " +
+            std::to_string(size_class(object->bytes)) + " bytes with " +
+            std::to_string(pool.in_use()) + " bytes of " + std::to_string(pool.limit()) +
+            " in use by the framework and nothing left to evict (another process or rank "
+            "holds the rest of its memory?)");
+      }
       if (!buffer) return false;
       copy.buffer = *buffer;
       copy.state = coherence::invalid;
@@ -615,9 +625,15 @@ bool hetero_engine::reserve_copies(hetero_task_state& task, int space) {
   return true;
 }
 
-bool hetero_engine::make_room(int space, std::size_t bytes, const hetero_task_state& user) {
+bool hetero_engine::make_room(int space, std::size_t bytes, const hetero_task_state& user,
+                              bool device_refused) {
   auto& pool = *pools_[space - 1];
-  auto fits = [&] { return pool.in_use() + bytes <= pool.limit(); };
+  // Under the limit, room is what the pool counts; when the device itself refused, at least
+  // `bytes` of copies go back to it (the pool frees its cache before it asks the device again).
+  std::size_t freed = 0;
+  auto fits = [&] {
+    return device_refused ? freed >= bytes : pool.in_use() + bytes <= pool.limit();
+  };
   // Least recently used first. Pinned copies (tasks in flight) were used recently and sit at
   // the back, so the walk rarely passes many before it finds what it can evict.
   auto& order = resident_[space];
@@ -632,9 +648,16 @@ bool hetero_engine::make_room(int space, std::size_t bytes, const hetero_task_st
       request_engine_thread();  // it evicts this one, blocking as it may
       continue;
     }
+    freed += size_class(object->bytes);
     evict_copy(*object, space);
   }
   return fits();
+}
+
+bool hetero_engine::memory_may_come_back(int space) const {
+  return eviction_left_to_engine_thread_ ||
+         std::any_of(resident_[space].begin(), resident_[space].end(),
+                     [&](const hetero_object_state* o) { return o->copies[space].pins > 0; });
 }
 
 void hetero_engine::touch(hetero_object_state& object, int space) {

@@ -229,7 +229,13 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   /// The engine's side of finishing a range copy: a staged read lands in the caller's memory.
   void end_range(hetero_task_state& task, const std::exception_ptr& failure);
   bool reserve_copies(hetero_task_state& task, int space);
-  bool make_room(int space, std::size_t bytes, const hetero_task_state& user);
+  /// Evicts least recently used copies in `space` (not `user`'s, not pinned ones) until `bytes`
+  /// fit under the pool's limit or, when the device itself refused, until `bytes` of copies
+  /// were freed. Whether that was reached.
+  bool make_room(int space, std::size_t bytes, const hetero_task_state& user, bool device_refused);
+  /// Whether device memory in `space` may still be freed without the framework evicting more:
+  /// a task pins a copy there, or an eviction was left to the engine thread.
+  [[nodiscard]] bool memory_may_come_back(int space) const;
   void evict_copy(hetero_object_state& object, int space);
   /// A copy whose last write failed (a transfer, a range write, a kernel) holds undefined
   /// contents. Where another copy is valid and its last write did not fail, the failed copy

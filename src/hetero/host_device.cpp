@@ -17,7 +17,8 @@
 namespace roam::detail {
 namespace {
 
-std::atomic<unsigned> copies_to_fail{0};  ///< fail_next_host_copies
+std::atomic<unsigned> copies_to_fail{0};        ///< fail_next_host_copies
+std::atomic<std::size_t> device_memory_cap{0};  ///< cap_host_device_memory
 
 /// Throws when a test asked for this copy to fail.
 void maybe_fail_copy() {
@@ -51,10 +52,18 @@ class host_device final : public device {
 
   device_buffer allocate(std::size_t bytes) override {
     if (bytes == 0) throw device_error("roam: a device allocation of 0 bytes");
+    const std::size_t cap = device_memory_cap.load();
+    if (allocated_.fetch_add(bytes) + bytes > cap && cap != 0) {
+      allocated_.fetch_sub(bytes);
+      throw out_of_device_memory("roam: the host device's memory is full (capped at " +
+                                 std::to_string(cap) + " bytes by a test)");
+    }
     return {device::allocate_host(bytes), bytes};
   }
   void release(device_buffer buffer) noexcept override {
-    if (buffer) device::release_host(buffer.handle, buffer.bytes);
+    if (!buffer) return;
+    allocated_.fetch_sub(buffer.bytes);
+    device::release_host(buffer.handle, buffer.bytes);
   }
 
   device_event copy_to_device(device_queue queue, device_buffer destination, std::size_t offset,
@@ -251,6 +260,7 @@ class host_device final : public device {
     }
   }
 
+  std::atomic<std::size_t> allocated_{0};  ///< device memory handed out (for the test cap)
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::function<void()>> ready_;
@@ -262,6 +272,7 @@ class host_device final : public device {
 }  // namespace
 
 void fail_next_host_copies(unsigned count) noexcept { copies_to_fail.store(count); }
+void cap_host_device_memory(std::size_t bytes) noexcept { device_memory_cap.store(bytes); }
 
 std::unique_ptr<device> make_host_device(int index, const device_discovery_options& options) {
   const unsigned threads = options.host_threads != 0

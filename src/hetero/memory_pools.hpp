@@ -33,8 +33,11 @@ class device_memory_pool {
 
   /// A buffer of at least `bytes`, or nothing when the limit (or the device) has no room left
   /// even after freeing the cached blocks: the caller evicts and tries again.
+  /// device_refused() then says which: the device may refuse while the limit leaves room
+  /// (another process, or another rank's pool, holds its memory).
   std::optional<device_buffer> allocate(std::size_t bytes) {
     const std::size_t size = size_class(bytes);
+    device_refused_ = false;
     auto& cached = cache_[size];
     if (!cached.empty()) {
       auto buffer = cached.back();
@@ -55,6 +58,7 @@ class device_memory_pool {
         trim();
       }
     }
+    device_refused_ = true;
     return std::nullopt;
   }
 
@@ -76,9 +80,12 @@ class device_memory_pool {
 
   [[nodiscard]] std::size_t limit() const noexcept { return limit_; }
   [[nodiscard]] std::size_t in_use() const noexcept { return in_use_; }
+  /// Whether the last allocate() that failed was refused by the device, not by the limit.
+  [[nodiscard]] bool device_refused() const noexcept { return device_refused_; }
 
  private:
   device* device_;
+  bool device_refused_ = false;
   std::size_t limit_;
   std::size_t in_use_ = 0;
   std::size_t cached_bytes_ = 0;

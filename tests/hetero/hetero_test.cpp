@@ -45,6 +45,15 @@ roam::hetero_options test_options() {
   return options;
 }
 
+/// The host backend with memory of its own: the device whose copies fail_next_host_copies can
+/// make fail and whose memory cap_host_device_memory can cap (the failure tests' device).
+roam::hetero_options failing_copies_options() {
+  auto options = test_options();
+  options.backends = "host";
+  options.host_separate_memory = true;
+  return options;
+}
+
 /// The first device with memory of its own (there is one in every tested backend set).
 int discrete_device(const roam::hetero_runtime& rt) {
   for (auto* d : rt.devices())
@@ -916,6 +925,51 @@ TEST(Memory, RemoveFromDevicesKeepsTheData) {
   EXPECT_EQ(x.to_vector(), std::vector<unsigned>(1000, 2u));
 }
 
+/// Caps the host device's memory (cap_host_device_memory) for one test.
+struct capped_host_device_memory {
+  explicit capped_host_device_memory(std::size_t bytes) {
+    roam::detail::cap_host_device_memory(bytes);
+  }
+  ~capped_host_device_memory() { roam::detail::cap_host_device_memory(0); }
+  capped_host_device_memory(const capped_host_device_memory&) = delete;
+  capped_host_device_memory& operator=(const capped_host_device_memory&) = delete;
+};
+
+// The device refuses an allocation although the framework's limit leaves room (another process
+// holds the rest of its memory): the least recently used copy is evicted for it (this test
+// hangs if the task waits for memory instead).
+TEST(Memory, ADeviceThatRefusesWhileThePoolHasRoomGetsCopiesEvicted) {
+  const int n = 4096;
+  capped_host_device_memory cap(std::size_t{2} * n * sizeof(unsigned));  // two objects
+  roam::hetero_runtime rt(failing_copies_options());
+  std::vector<roam::hetero_object<unsigned>> objects;
+  objects.reserve(3);
+  for (int i = 0; i < 3; ++i) objects.emplace_back(n, static_cast<unsigned>(i));
+  for (auto& o : objects)
+    roam::hetero_task(increment, roam::launch_dims::linear(n), roam::inout(o), n).submit().wait();
+  EXPECT_EQ(rt.statistics().evictions, 1u);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(objects[i].to_vector(), std::vector<unsigned>(n, i + 1u)) << "object " << i;
+}
+
+// ... and when nothing is left to evict and no running task will free anything, the task fails
+// with out_of_device_memory instead of waiting forever.
+TEST(Memory, ADeviceThatRefusesWithNothingToEvictFailsTheTask) {
+  const int n = 4096;
+  capped_host_device_memory cap(std::size_t{n} * sizeof(unsigned) / 2);  // half an object
+  roam::hetero_runtime rt(failing_copies_options());
+  roam::hetero_object<unsigned> x(n, 1u);
+  roam::hetero_task t(increment, roam::launch_dims::linear(n), roam::inout(x), n);
+  t.submit();
+  try {
+    t.wait();
+    ADD_FAILURE() << "the task ran on a device that refused its memory";
+  } catch (const roam::out_of_device_memory& e) {
+    EXPECT_NE(std::string(e.what()).find("refused"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(x.to_vector(), std::vector<unsigned>(n, 1u));
+}
+
 // ---- errors and scheduling ----------------------------------------------------------------------
 
 void throwing_host_kernel(void* const*, roam::kernel_ids*, char*) {
@@ -969,15 +1023,6 @@ TEST(Errors, AFailedKernelFailsOnlyItsOwnTask) {
     EXPECT_NO_THROW(later.wait()) << "task " << i << " after the failure";
   }
   EXPECT_EQ(x.to_vector()[0], 8u);
-}
-
-/// Options for the failed-transfer tests: the host backend with memory of its own, whose copies
-/// fail_next_host_copies can make fail.
-roam::hetero_options failing_copies_options() {
-  auto options = test_options();
-  options.backends = "host";
-  options.host_separate_memory = true;
-  return options;
 }
 
 /// True when `f` throws a device_error naming the injected failure.
