@@ -667,6 +667,10 @@ void hetero_engine::touch(hetero_object_state& object, int space) {
   order.splice(order.end(), order, copy.recency);
 }
 
+bool hetero_engine::evicted_when_granted(const memory_copy& copy) {
+  return copy.buffer && copy.pins == 0;
+}
+
 bool hetero_engine::in_use(const memory_copy& copy) {
   return !copy.ready.ready() || std::any_of(copy.readers.begin(), copy.readers.end(),
                                             [](const device_event& r) { return !r.ready(); });
@@ -857,7 +861,8 @@ hetero_engine::attempt_result hetero_engine::attempt(
     if (host_request && task->evict_when_granted && draining_on_backend) {
       auto* object = objects.front().first;
       for (std::size_t s = 1; s < object->copies.size(); ++s) {
-        if (object->copies[s].buffer && eviction_would_wait(*object, static_cast<int>(s))) {
+        if (evicted_when_granted(object->copies[s]) &&
+            eviction_would_wait(*object, static_cast<int>(s))) {
           engine_thread_only_.push_back(task);  // not retry_: this drain would only spin on it
           request_engine_thread();
           return attempt_result::deferred;
@@ -1111,8 +1116,7 @@ void hetero_engine::grant(const std::shared_ptr<hetero_task_state>& task) {
   auto* object = task->objects.front().first;
   if (task->evict_when_granted) {
     for (std::size_t s = 1; s < object->copies.size(); ++s) {
-      if (object->copies[s].buffer && object->copies[s].pins == 0)
-        evict_copy(*object, static_cast<int>(s));
+      if (evicted_when_granted(object->copies[s])) evict_copy(*object, static_cast<int>(s));
     }
     std::erase(object->host_requests, task);
     finish(task, nullptr);

@@ -249,6 +249,9 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   /// Marks `object`'s copy in `space` as the most recently used (a device copy with a buffer:
   /// the last to be evicted).
   void touch(hetero_object_state& object, int space);
+  /// Whether remove_from_devices() (a request evicting when granted) frees `copy`: a device copy
+  /// no task pins (tasks that opted out of implicit ordering may still use one).
+  [[nodiscard]] static bool evicted_when_granted(const memory_copy& copy);
   /// Whether evict_copy would block (a write-back, or operations still using the copy).
   [[nodiscard]] static bool eviction_would_wait(const hetero_object_state& object, int space);
   /// Operations still reading or writing the copy's (any copy's) memory: pending_on() without

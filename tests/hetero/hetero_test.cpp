@@ -291,6 +291,40 @@ TEST(Coherence, ThesisFigure38) {
   EXPECT_EQ(o1.to_vector()[0], 42u);
 }
 
+// state_on() may be called from any thread while tasks change the states (the ThreadSanitizer
+// run checks that the read is synchronized with the engine's writes).
+TEST(Coherence, StatesMayBeReadWhileTasksChangeThem) {
+  roam::hetero_runtime rt(test_options());
+  const int d = discrete_device(rt);
+  const int n = 256;
+  roam::hetero_object<unsigned> x(n, 0u);
+  std::atomic<bool> done{false};
+  std::atomic<int> reads{0};
+  std::thread watcher([&] {
+    while (!done.load()) {
+      const auto device = x.state_on(d);
+      const auto host = x.state_on_host();
+      // Never two Modified copies, whatever the moment.
+      EXPECT_FALSE(device == roam::coherence::modified && host == roam::coherence::modified);
+      reads.fetch_add(1);
+    }
+  });
+  for (int i = 0; i < 50; ++i) {
+    roam::hetero_task(increment, roam::launch_dims::linear(n), roam::inout(x), n)
+        .on_device(d)
+        .submit();
+    if (i % 10 == 9) {
+      EXPECT_EQ(x.to_vector()[0], static_cast<unsigned>(i + 1));
+    }
+  }
+  rt.wait_all();
+  while (reads.load() == 0) std::this_thread::yield();
+  done = true;
+  watcher.join();
+  EXPECT_EQ(x.state_on(d), roam::coherence::shared);
+  EXPECT_EQ(x.state_on_host(), roam::coherence::shared);
+}
+
 TEST(Coherence, SharedHostMemoryNeedsNoCopies) {
   roam::hetero_options options;
   options.backends = "host";
