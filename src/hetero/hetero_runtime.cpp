@@ -35,6 +35,16 @@ std::size_t parse_size(const char* name, const char* text) {
   return value;
 }
 
+/// A variable that names one of two modes: true for `first`, false for `second`.
+bool parse_choice(const char* name, const std::string& text, const char* first,
+                  const char* second) {
+  if (text != first && text != second) {
+    throw device_error(std::string("roam: ") + name + " must be '" + first + "' or '" + second +
+                       "', not '" + text + "'");
+  }
+  return text == first;
+}
+
 }  // namespace
 
 const char* to_string(coherence c) noexcept {
@@ -56,25 +66,15 @@ hetero_options hetero_options::from_environment() {
     options.memory_limit = parse_size("ROAM_HETERO_MEMORY_LIMIT", v);
   if (const char* v = std::getenv("ROAM_HETERO_HOST_THREADS"))
     options.host_threads = static_cast<unsigned>(parse_size("ROAM_HETERO_HOST_THREADS", v));
-  if (const char* v = std::getenv("ROAM_HETERO_HOST_MEMORY")) {
-    const std::string mode = v;
-    if (mode != "shared" && mode != "separate")
-      throw device_error("roam: ROAM_HETERO_HOST_MEMORY must be 'shared' or 'separate', not '" +
-                         mode + "'");
-    options.host_separate_memory = mode == "separate";
-  }
+  if (const char* v = std::getenv("ROAM_HETERO_HOST_MEMORY"))
+    options.host_separate_memory = parse_choice("ROAM_HETERO_HOST_MEMORY", v, "separate", "shared");
   if (const char* v = std::getenv("ROAM_HETERO_QUEUES")) {
     options.compute_queues = static_cast<unsigned>(parse_size("ROAM_HETERO_QUEUES", v));
     if (options.compute_queues == 0)
       throw device_error("roam: ROAM_HETERO_QUEUES must be at least 1");
   }
-  if (const char* v = std::getenv("ROAM_HETERO_DISPATCH")) {
-    const std::string mode = v;
-    if (mode != "callers" && mode != "engine")
-      throw device_error("roam: ROAM_HETERO_DISPATCH must be 'callers' or 'engine', not '" + mode +
-                         "'");
-    options.dispatch_on_callers = mode == "callers";
-  }
+  if (const char* v = std::getenv("ROAM_HETERO_DISPATCH"))
+    options.dispatch_on_callers = parse_choice("ROAM_HETERO_DISPATCH", v, "callers", "engine");
   return options;
 }
 
