@@ -2,12 +2,12 @@
 
 #include <roam/core/detail/aggregation.hpp>
 
+#include "../common/page_size.hpp"
 #include "node_runtime.hpp"
 
 #include <roam/core/detail/node_api.hpp>
 
 #include <sys/mman.h>
-#include <unistd.h>
 #include <boost/context/detail/fcontext.hpp>
 
 #include <atomic>
@@ -107,7 +107,7 @@ thread_state::~thread_state() {
 void fiber_main(ctx::transfer_t t);
 
 fiber* create_fiber() {
-  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::size_t page = page_bytes();
   const std::size_t bytes = ((stack_size.load() + page - 1) / page + 1) * page;  // + guard page
   void* map = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -172,7 +172,7 @@ switch_request* enter(fiber* f) {
 #endif
 #if ROAM_ASAN_FIBERS
   void* fake = nullptr;
-  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::size_t page = page_bytes();
   __sanitizer_start_switch_fiber(&fake, f->stack + page, f->stack_bytes - page);
 #endif
   ctx::transfer_t back = ctx::jump_fcontext(f->context, f);

@@ -1,6 +1,8 @@
 // The parts of the device API that every backend shares.
 #include "roam/hetero/device.hpp"
 
+#include "../common/page_size.hpp"
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -101,7 +103,7 @@ launch_dims launch_dims::grid2d(std::size_t rows, std::size_t columns, std::uint
 
 namespace detail {
 void* allocate_page_aligned(std::size_t bytes) {
-  constexpr std::size_t page = 4096;
+  const std::size_t page = page_bytes();
   void* memory =
       std::aligned_alloc(page, (std::max<std::size_t>(bytes, 1) + page - 1) / page * page);
   if (memory == nullptr) throw std::bad_alloc();

@@ -283,7 +283,7 @@ void hetero_engine::drain(std::unique_lock<std::mutex>& inbox_lock) {
   if (wants_engine_thread_ || stopping_) inbox_ready_.notify_all();
 }
 
-void hetero_engine::notify_when_done(const device_event& e, std::uint64_t task, bool finishes) {
+void hetero_engine::notify_when_done(const device_event& e, std::uint64_t task, when_done then) {
   // The callback runs on a backend's thread and captures no task or engine reference, only this
   // engine's address, kept valid by the count of callbacks still to run. A drain it starts does
   // hold references for a while; stop() waits for it, so the engine's last reference never
@@ -299,14 +299,16 @@ void hetero_engine::notify_when_done(const device_event& e, std::uint64_t task, 
   // a device (combined from several): which thread completes it is not known.
   const bool may_drain = dispatch_on_callers_ && e.state()->owner != nullptr &&
                          e.state()->owner->info().backend != backend::opencl;
-  e.on_complete([this, task, finishes, may_drain, state = std::weak_ptr(e.state())] {
+  e.on_complete([this, task, then, may_drain, state = std::weak_ptr(e.state())] {
     std::unique_lock lock(inbox_mutex_);
-    inbox_.push_back([this, task, finishes, error = device_event(state.lock()).error()] {
+    inbox_.push_back([this, task, then, error = device_event(state.lock()).error()] {
       auto found = active_.find(task);
       if (found == active_.end()) return;
       auto state = found->second;
-      if (finishes) {
+      if (then == when_done::finish) {
         finish(std::move(state), error);
+      } else if (then == when_done::retry_unless_failed && error) {
+        fail(std::move(state), error);  // an input it waited for will not be there
       } else {
         retry_.push_back(std::move(state));
       }
@@ -601,8 +603,10 @@ bool hetero_engine::reserve_copies(hetero_task_state& task, int space) {
     for (auto [object, access] : task.objects) {
       auto& copy = object->copies[space];
       if (copy.buffer) continue;
+      // Until it fits or nothing more can be evicted: the device may refuse after the limit is
+      // met, or still refuse once `bytes` were freed (another process took memory meanwhile).
       auto buffer = pool.allocate(object->bytes);
-      if (!buffer && make_room(space, size_class(object->bytes), task, pool.device_refused()))
+      while (!buffer && make_room(space, size_class(object->bytes), task, pool.device_refused()))
         buffer = pool.allocate(object->bytes);
       if (!buffer && pool.device_refused() && !memory_may_come_back(space)) {
         // Nothing of the framework's is left to evict there and no running task will free
@@ -631,11 +635,12 @@ bool hetero_engine::make_room(int space, std::size_t bytes, const hetero_task_st
   // Under the limit, room is what the pool counts; when the device itself refused, at least
   // `bytes` of copies go back to it (the pool frees its cache before it asks the device again).
   std::size_t freed = 0;
+  std::exception_ptr write_back_failure;
   auto fits = [&] {
     return device_refused ? freed >= bytes : pool.in_use() + bytes <= pool.limit();
   };
-  // Least recently used first. Pinned copies (tasks in flight) were used recently and sit at
-  // the back, so the walk rarely passes many before it finds what it can evict.
+  // Least recently used first. Pinned copies (tasks in flight) were mostly used recently and
+  // sit near the back, so the walk passes few of them before it finds what it can evict.
   auto& order = resident_[space];
   for (auto next = order.begin(); next != order.end() && !fits();) {
     auto* object = *next++;  // before evict_copy erases the entry
@@ -648,10 +653,17 @@ bool hetero_engine::make_room(int space, std::size_t bytes, const hetero_task_st
       request_engine_thread();  // it evicts this one, blocking as it may
       continue;
     }
-    freed += size_class(object->bytes);
-    evict_copy(*object, space);
+    try {
+      evict_copy(*object, space);
+      freed += size_class(object->bytes);
+    } catch (const device_error&) {
+      // Its write-back failed: the copy stays, still the valid one. Another may do; if none
+      // does, the task waits or fails like any that finds no room.
+      if (!write_back_failure) write_back_failure = std::current_exception();
+    }
   }
-  return fits();
+  if (freed == 0 && write_back_failure && !fits()) std::rethrow_exception(write_back_failure);
+  return freed > 0;
 }
 
 bool hetero_engine::memory_may_come_back(int space) const {
@@ -693,37 +705,40 @@ void hetero_engine::request_engine_thread() {
   wants_engine_thread_ = true;
 }
 
-std::exception_ptr hetero_engine::settle_failed_copies(hetero_object_state& object) {
-  auto healthy = [](const memory_copy& c) {
-    return c.state != coherence::invalid && c.ready.error() == nullptr;
-  };
-  const bool alternative = std::any_of(object.copies.begin(), object.copies.end(), healthy);
-  std::exception_ptr first;
+void hetero_engine::settle_failed_copies(hetero_object_state& object) {
+  // Each event read once: backend threads may complete (or fail) one while this runs, and the
+  // decision must rest on one picture.
+  std::vector<bool> failed(object.copies.size());
+  bool any_failed = false;
+  bool alternative = false;  // a valid copy whose last write did not fail
+  for (std::size_t s = 0; s < object.copies.size(); ++s) {
+    const auto& copy = object.copies[s];
+    failed[s] = copy.ready.error() != nullptr;
+    any_failed = any_failed || failed[s];
+    alternative = alternative || (!failed[s] && copy.state != coherence::invalid);
+  }
+  if (!any_failed) return;
   bool invalidated = false;
-  for (auto& copy : object.copies) {
-    auto failure = copy.ready.error();
-    if (!failure) continue;
+  for (std::size_t s = 0; s < object.copies.size(); ++s) {
+    if (!failed[s]) continue;
+    auto& copy = object.copies[s];
     copy.ready = device_event();  // done: it orders nothing any more
     if (copy.state == coherence::invalid || !alternative) continue;
     copy.state = coherence::invalid;
     invalidated = true;
-    if (!first) first = failure;
   }
-  if (invalidated && std::count_if(object.copies.begin(), object.copies.end(), healthy) == 1) {
+  if (!invalidated) return;
+  const auto valid =
+      std::count_if(object.copies.begin(), object.copies.end(),
+                    [](const memory_copy& c) { return c.state != coherence::invalid; });
+  if (valid == 1) {
     for (auto& copy : object.copies)
       if (copy.state != coherence::invalid) copy.state = coherence::modified;  // the only one
-  }
-  return first;
-}
-
-void hetero_engine::throw_if_a_transfer_failed(const hetero_task_state& task) {
-  for (auto [object, access] : task.objects) {
-    if (auto failure = settle_failed_copies(*object)) std::rethrow_exception(failure);
   }
 }
 
 void hetero_engine::evict_copy(hetero_object_state& object, int space) {
-  (void)settle_failed_copies(object);  // a copy whose transfer failed needs no write-back
+  settle_failed_copies(object);  // a copy whose transfer failed needs no write-back
   auto& copy = object.copies[space];
   if (copy.state == coherence::modified) {
     // The only valid copy: write it back to the host first. Rare (the device is full), so the
@@ -765,11 +780,17 @@ std::vector<device_event> hetero_engine::pending_on(const memory_copy& copy) {
 }
 
 bool hetero_engine::defer_until(const std::shared_ptr<hetero_task_state>& task,
-                                const std::vector<device_event>& events, const device* on) {
+                                const std::vector<device_event>& events, const device* on,
+                                bool inputs) {
   for (const auto& e : events) {
-    if (e.ready()) continue;
+    if (e.ready()) {
+      if (inputs) {
+        if (auto failure = e.error()) std::rethrow_exception(failure);
+      }
+      continue;
+    }
     if (on != nullptr && e.state()->owner == on && e.state()->native != nullptr) continue;
-    notify_when_done(e, task->id, false);
+    notify_when_done(e, task->id, inputs ? when_done::retry_unless_failed : when_done::retry);
     return true;
   }
   return false;
@@ -810,9 +831,9 @@ device_event hetero_engine::fetch_to_host(hetero_object_state& object) {
 hetero_engine::attempt_result hetero_engine::attempt(
     const std::shared_ptr<hetero_task_state>& task) {
   try {
-    // A transfer this task needs (issued for it or for an earlier task) failed: it fails with
-    // the device's error, and the copy is made again for the next task.
-    throw_if_a_transfer_failed(*task);
+    // A copy a failed transfer left stale (for this task or another) is copied again. The task
+    // that waited for that transfer has failed already, with the device's error (when_done).
+    for (auto [object, access] : task->objects) settle_failed_copies(*object);
     if (task->range) return attempt_range(task);
     const int device_index = task->device.load();
     const bool host_request = task->function == nullptr;
@@ -823,7 +844,8 @@ hetero_engine::attempt_result hetero_engine::attempt(
 
     // Bring every copy the task reads up to date; stop at the first that needs an operation
     // this device cannot wait for natively (a copy to the host from another device).
-    std::vector<device_event> after;
+    std::vector<device_event> inputs;  // what wrote the copies the task reads
+    std::vector<device_event> after;   // the rest it is ordered after
     for (auto [object, access] : objects) {
       auto& copy = object->copies[space];
       touch(*object, space);
@@ -836,7 +858,7 @@ hetero_engine::attempt_result hetero_engine::attempt(
           return attempt_result::deferred;
         auto host_ready = fetch_to_host(*object);
         if (space != 0) {
-          if (defer_until(task, {host_ready}, nullptr)) return attempt_result::deferred;
+          if (defer_until(task, {host_ready}, nullptr, true)) return attempt_result::deferred;
           const auto before = pending_on(copy);
           if (defer_until(task, before, d)) return attempt_result::deferred;
           auto e = d->copy_to_device(device_queue::host_to_device(), copy.buffer, 0, object->host,
@@ -852,11 +874,13 @@ hetero_engine::attempt_result hetero_engine::attempt(
           copy.state = coherence::shared;
         }
       }
-      after.push_back(copy.ready);
+      (reads(access) ? inputs : after).push_back(copy.ready);
       if (writes(access)) after.insert(after.end(), copy.readers.begin(), copy.readers.end());
     }
-    if (defer_until(task, after, d)) return attempt_result::deferred;
-    throw_if_a_transfer_failed(*task);  // one issued above may have failed already
+    // A failed input fails the task (one this device waits for natively fails its operation).
+    if (defer_until(task, inputs, d, true) || defer_until(task, after, d))
+      return attempt_result::deferred;
+    after.insert(after.end(), inputs.begin(), inputs.end());
 
     if (host_request && task->evict_when_granted && draining_on_backend) {
       auto* object = objects.front().first;
@@ -911,7 +935,7 @@ hetero_engine::attempt_result hetero_engine::attempt(
     }
     task->phase = task_phase::running;
     release(task->launch_dependents);
-    notify_when_done(e, task->id, true);
+    notify_when_done(e, task->id, when_done::finish);
     return attempt_result::started;
   } catch (...) {
     fail(task, std::current_exception());
@@ -978,8 +1002,7 @@ hetero_engine::attempt_result hetero_engine::attempt_range(
   if (!range.write) {
     if (host.state != coherence::invalid) {
       // The host's copy is valid once what writes it (a fetch from a device) is done.
-      if (defer_until(task, {host.ready}, nullptr)) return attempt_result::deferred;
-      throw_if_a_transfer_failed(*task);  // what wrote the host's copy may have just failed
+      if (defer_until(task, {host.ready}, nullptr, true)) return attempt_result::deferred;
       std::memcpy(range.user, host_bytes, range.bytes);
       if (range.staging != nullptr) host_pool_->release(range.staging, range.bytes);
       range.staging = nullptr;
@@ -1012,7 +1035,7 @@ hetero_engine::attempt_result hetero_engine::attempt_range(
           defer_until(task, pending_on(copy), device_of_space(static_cast<int>(space))))
         return attempt_result::deferred;
     }
-    throw_if_a_transfer_failed(*task);  // a copy a failed transfer left stale takes no bytes
+    settle_failed_copies(*object);  // a copy a transfer just failed to fill takes no bytes
     if (range.staging != nullptr) ++statistics_.staged_range_copies;
     bool updated = false;  // some copy holds the new bytes
     if (host.state != coherence::invalid) {
@@ -1062,7 +1085,7 @@ hetero_engine::attempt_result hetero_engine::attempt_range(
   if (issued.empty()) {
     finish(task, nullptr);
   } else {
-    notify_when_done(when_all(issued, true), task->id, true);
+    notify_when_done(when_all(issued, true), task->id, when_done::finish);
   }
   return attempt_result::started;
 }
@@ -1199,7 +1222,7 @@ void hetero_engine::finish(std::shared_ptr<hetero_task_state> task,
     // operations that wait for a failed one). A copy a failed transfer left stale becomes
     // Invalid; one a failed kernel wrote keeps undefined contents, its order kept.
     for (auto [object, access] : task->objects) {
-      (void)settle_failed_copies(*object);
+      settle_failed_copies(*object);
       for (auto& copy : object->copies)
         std::erase_if(copy.readers, [](const device_event& e) { return e.error() != nullptr; });
     }

@@ -202,11 +202,16 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
  private:
   class scheduler_view;
   enum class attempt_result : std::uint8_t { started, deferred, no_memory };
+  /// What the engine does with a task once an event it waits for completes.
+  enum class when_done : std::uint8_t {
+    finish,               ///< the task's own operation: finish it, with the event's failure
+    retry,                ///< something it is ordered after: try it again
+    retry_unless_failed,  ///< an input it reads: try again, or fail with the event's failure
+  };
 
   void post(std::function<void()> item);
-  /// When `e` completes, whichever thread drains next finishes (or retries) the task with this
-  /// id.
-  void notify_when_done(const device_event& e, std::uint64_t task, bool finishes);
+  /// When `e` completes, whichever thread drains next does `then` with the task of this id.
+  void notify_when_done(const device_event& e, std::uint64_t task, when_done then);
   void engine_loop();
   /// Runs the inbox's work until it is empty; `inbox_lock` holds inbox_mutex_ and draining_ is
   /// set (this clears it).
@@ -231,7 +236,9 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   bool reserve_copies(hetero_task_state& task, int space);
   /// Evicts least recently used copies in `space` (not `user`'s, not pinned ones) until `bytes`
   /// fit under the pool's limit or, when the device itself refused, until `bytes` of copies
-  /// were freed. Whether that was reached.
+  /// were freed. Whether it freed anything (the caller allocates again, and calls again while
+  /// it does). A copy whose write-back fails stays; that failure is thrown only when nothing
+  /// else could be freed.
   bool make_room(int space, std::size_t bytes, const hetero_task_state& user, bool device_refused);
   /// Whether device memory in `space` may still be freed without the framework evicting more:
   /// a task pins a copy there, or an eviction was left to the engine thread.
@@ -239,13 +246,11 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   void evict_copy(hetero_object_state& object, int space);
   /// A copy whose last write failed (a transfer, a range write, a kernel) holds undefined
   /// contents. Where another copy is valid and its last write did not fail, the failed copy
-  /// becomes Invalid (the next use copies again) and the failure is returned: a transfer that
-  /// the caller's task needs did not happen. Where no such copy is left (a failed kernel wrote
-  /// the only valid one), it stays valid with undefined contents and its order kept, as the
-  /// failed task's own report says.
-  static std::exception_ptr settle_failed_copies(hetero_object_state& object);
-  /// settle_failed_copies on each of the task's objects; throws the first failure found.
-  static void throw_if_a_transfer_failed(const hetero_task_state& task);
+  /// becomes Invalid (the next use copies again; the lone valid copy left becomes Modified).
+  /// Where no such copy is left (a failed kernel wrote the only valid one), it stays valid with
+  /// undefined contents and its order kept, as the failed task's own report says. The failure
+  /// is reported by the task that waited for the operation, not here.
+  static void settle_failed_copies(hetero_object_state& object);
   /// Marks `object`'s copy in `space` as the most recently used (a device copy with a buffer:
   /// the last to be evicted).
   void touch(hetero_object_state& object, int space);
@@ -261,8 +266,12 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   /// Asks the engine thread for a drain: work a backend thread's drain left because it would
   /// have blocked (engine_thread_only_, deferred_).
   void request_engine_thread();
+  /// Asks for `task` to be tried again when the first of `events` that `on` cannot wait for
+  /// natively completes; false when none is pending. With `inputs` (events that produce data
+  /// the task reads), a failed one fails the task: at once if it has failed already (throws),
+  /// or when it completes.
   bool defer_until(const std::shared_ptr<hetero_task_state>& task,
-                   const std::vector<device_event>& events, const device* on);
+                   const std::vector<device_event>& events, const device* on, bool inputs = false);
   device_event fetch_to_host(hetero_object_state& object);
   /// The device memory space holding the newest copy of an object whose host copy is Invalid.
   [[nodiscard]] static int valid_device_space(const hetero_object_state& object);

@@ -6,9 +6,8 @@
 // batch exchange keep both sides allocation-free in steady state.
 #include <roam/transport/message.hpp>
 
+#include "../common/page_size.hpp"
 #include "../common/thread_block_pool.hpp"
-
-#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -46,15 +45,6 @@ using small_blocks = thread_block_pool<block_bytes, 64>;
 
 std::atomic<bool (*)(void*, std::size_t) noexcept> lock_block{nullptr};
 std::atomic<void (*)(void*) noexcept> unlock_block{nullptr};
-
-/// The system's page size (4 KiB on x86-64; 16 or 64 KiB on some Arm systems).
-std::size_t page_bytes() noexcept {
-  static const std::size_t bytes = [] {
-    const long reported = ::sysconf(_SC_PAGESIZE);
-    return reported > 0 ? static_cast<std::size_t>(reported) : std::size_t{4096};
-  }();
-  return bytes;
-}
 
 // Large blocks, by power-of-two class, kept after use: allocating megabytes afresh for
 // every large message costs page faults and zeroing that dwarf the copy itself. From one page

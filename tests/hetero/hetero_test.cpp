@@ -959,6 +959,15 @@ TEST(Memory, RemoveFromDevicesKeepsTheData) {
   EXPECT_EQ(x.to_vector(), std::vector<unsigned>(1000, 2u));
 }
 
+/// Makes the next `count` copies of the host device fail (fail_next_host_copies), and no more
+/// once the test ends, whether or not they were used.
+struct injected_copy_failures {
+  explicit injected_copy_failures(unsigned count) { roam::detail::fail_next_host_copies(count); }
+  ~injected_copy_failures() { roam::detail::fail_next_host_copies(0); }
+  injected_copy_failures(const injected_copy_failures&) = delete;
+  injected_copy_failures& operator=(const injected_copy_failures&) = delete;
+};
+
 /// Caps the host device's memory (cap_host_device_memory) for one test.
 struct capped_host_device_memory {
   explicit capped_host_device_memory(std::size_t bytes) {
@@ -1079,7 +1088,7 @@ TEST(Errors, AFailedCopyToTheHostFailsItsRequestAndLosesNothing) {
   roam::hetero_object<unsigned> x(iota(n, 5));
   roam::hetero_task(increment, roam::launch_dims::linear(n), roam::inout(x), n).submit().wait();
   ASSERT_EQ(x.state_on(d), roam::coherence::modified);
-  roam::detail::fail_next_host_copies(1);
+  injected_copy_failures failures(1);
   EXPECT_TRUE(
       fails_with_injected_copy_error([&] { (void)x.request(roam::data_access::read).get(); }));
   EXPECT_EQ(x.state_on(d), roam::coherence::modified);
@@ -1087,20 +1096,49 @@ TEST(Errors, AFailedCopyToTheHostFailsItsRequestAndLosesNothing) {
   EXPECT_EQ(x.to_vector(), iota(n, 6));
 }
 
-// remove_from_devices() whose write-back fails: its future carries the error and the device
-// keeps the only valid copy.
+// remove_from_devices() whose copy back to the host fails: its future carries the error and the
+// device keeps the only valid copy.
 TEST(Errors, AFailedWriteBackLeavesTheCopyOnTheDevice) {
   roam::hetero_runtime rt(failing_copies_options());
   const int d = discrete_device(rt);
   const int n = 1000;
   roam::hetero_object<unsigned> x(iota(n, 5));
   roam::hetero_task(increment, roam::launch_dims::linear(n), roam::inout(x), n).submit().wait();
-  roam::detail::fail_next_host_copies(1);
+  injected_copy_failures failures(1);
   EXPECT_TRUE(fails_with_injected_copy_error([&] { x.remove_from_devices().wait(); }));
   EXPECT_EQ(x.state_on(d), roam::coherence::modified);
   EXPECT_EQ(x.to_vector(), iota(n, 6));
   x.remove_from_devices().wait();
   EXPECT_EQ(x.state_on(d), roam::coherence::invalid);
+}
+
+// An eviction's write-back fails: that copy stays on the device (still the valid one) and the
+// next least recently used copy is evicted instead.
+TEST(Errors, AFailedWriteBackDuringEvictionSkipsThatCopy) {
+  const int n = 4096;
+  auto options = failing_copies_options();
+  options.memory_limit = std::size_t{2} * n * sizeof(unsigned);  // two objects
+  roam::hetero_runtime rt(options);
+  const int d = discrete_device(rt);
+  std::vector<roam::hetero_object<unsigned>> objects;
+  objects.reserve(3);
+  for (int i = 0; i < 3; ++i) objects.emplace_back(n, static_cast<unsigned>(i));
+  auto use = [&](int i) {
+    roam::hetero_task(increment, roam::launch_dims::linear(n), roam::inout(objects[i]), n)
+        .submit()
+        .wait();
+  };
+  use(0);
+  use(1);
+  {
+    injected_copy_failures failures(1);  // object 0's write-back
+    EXPECT_NO_THROW(use(2));
+  }
+  EXPECT_EQ(rt.statistics().evictions, 1u);
+  EXPECT_EQ(objects[0].state_on(d), roam::coherence::modified);
+  EXPECT_EQ(objects[1].state_on(d), roam::coherence::invalid);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(objects[i].to_vector(), std::vector<unsigned>(n, i + 1u)) << "object " << i;
 }
 
 // A copy to the device fails: the task that needed it fails, and the device's copy is not taken
@@ -1111,7 +1149,7 @@ TEST(Errors, AFailedCopyToTheDeviceFailsItsTaskAndIsMadeAgain) {
   const int n = 1000;
   roam::hetero_object<unsigned> x(iota(n, 5));
   roam::hetero_object<unsigned> y(n);
-  roam::detail::fail_next_host_copies(1);
+  injected_copy_failures failures(1);
   roam::hetero_task first(copy_into, roam::launch_dims::linear(n), roam::out(y), roam::in(x), n);
   first.on_device(d).submit();
   EXPECT_TRUE(fails_with_injected_copy_error([&] { first.wait(); }));
@@ -1138,7 +1176,7 @@ TEST(Errors, AFailedRangeWriteLeavesNoStaleCopy) {
       .wait();
   ASSERT_EQ(x.state_on(d), roam::coherence::shared);
   const std::vector<unsigned> part(10, 7u);
-  roam::detail::fail_next_host_copies(1);
+  injected_copy_failures failures(1);
   EXPECT_TRUE(fails_with_injected_copy_error([&] { x.write_range(20, std::span(part)).wait(); }));
   EXPECT_EQ(x.state_on(d), roam::coherence::invalid);
   EXPECT_EQ(x.state_on_host(), roam::coherence::modified);

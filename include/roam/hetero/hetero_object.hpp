@@ -199,9 +199,10 @@ class hetero_object {
   /// Writes the valid data back to the host and frees the copies on every device, once the
   /// tasks submitted before this call are done. Asynchronous: ordered like a write request (after
   /// every task submitted before it, before every task submitted after it).
-  /// The future is ready once the copies are freed. A failed write-back fails it with the
-  /// device's error, and that device's copy then stays (still the valid one: nothing is lost);
-  /// dropping the future drops only that report.
+  /// The future is ready once the copies are freed (not a copy that a task which opted out of
+  /// implicit ordering still uses). A failed write-back fails it with the device's error, and
+  /// that device's copy then stays (still the valid one: nothing is lost); dropping the future
+  /// drops only that report.
   hetero_future<void> remove_from_devices() {
     return {detail::evict_everywhere(state_), [] {}};
   }

@@ -1,0 +1,19 @@
+#pragma once
+// The system's page size, asked once. Header only and private, like thread_name.hpp, so the
+// standalone heterogeneous library uses it without linking roam.
+#include <unistd.h>
+
+#include <cstddef>
+
+namespace roam::detail {
+
+/// The system's page size (4 KiB on x86-64; 16 or 64 KiB on some Arm systems).
+inline std::size_t page_bytes() noexcept {
+  static const std::size_t bytes = [] {
+    const long reported = ::sysconf(_SC_PAGESIZE);
+    return reported > 0 ? static_cast<std::size_t>(reported) : std::size_t{4096};
+  }();
+  return bytes;
+}
+
+}  // namespace roam::detail
