@@ -169,6 +169,10 @@ hetero_engine::hetero_engine(const hetero_options& options)
     if (d->info().backend == backend::cuda && pinned_allocator == nullptr)
       pinned_allocator = d.get();
   }
+  if (space_count() > 64) {  // settle_failed_copies keeps one bit per space
+    throw device_error("roam: more than 63 devices with memory of their own (" +
+                       std::to_string(pools_.size()) + "); limit the backends in use");
+  }
   host_pool_ = std::make_unique<host_memory_pool>(pinned_allocator);
   in_flight_.assign(devices_.size(), 0);
   next_queue_.assign(devices_.size(), 0);
@@ -307,8 +311,8 @@ void hetero_engine::notify_when_done(const device_event& e, std::uint64_t task, 
       auto state = found->second;
       if (then == when_done::finish) {
         finish(std::move(state), error);
-      } else if (then == when_done::retry_unless_failed && error) {
-        fail(std::move(state), error);  // an input it waited for will not be there
+      } else if (then == when_done::retry_unless_failed && error && settle_copies_of(*state)) {
+        fail(std::move(state), error);  // a transfer it waited for did not happen
       } else {
         retry_.push_back(std::move(state));
       }
@@ -606,7 +610,9 @@ bool hetero_engine::reserve_copies(hetero_task_state& task, int space) {
       // Until it fits or nothing more can be evicted: the device may refuse after the limit is
       // met, or still refuse once `bytes` were freed (another process took memory meanwhile).
       auto buffer = pool.allocate(object->bytes);
-      while (!buffer && make_room(space, size_class(object->bytes), task, pool.device_refused()))
+      std::vector<const hetero_object_state*> unwritable;  // copies whose write-back failed
+      while (!buffer &&
+             make_room(space, size_class(object->bytes), task, pool.device_refused(), unwritable))
         buffer = pool.allocate(object->bytes);
       if (!buffer && pool.device_refused() && !memory_may_come_back(space)) {
         // Nothing of the framework's is left to evict there and no running task will free
@@ -630,7 +636,8 @@ bool hetero_engine::reserve_copies(hetero_task_state& task, int space) {
 }
 
 bool hetero_engine::make_room(int space, std::size_t bytes, const hetero_task_state& user,
-                              bool device_refused) {
+                              bool device_refused,
+                              std::vector<const hetero_object_state*>& unwritable) {
   auto& pool = *pools_[space - 1];
   // Under the limit, room is what the pool counts; when the device itself refused, at least
   // `bytes` of copies go back to it (the pool frees its cache before it asks the device again).
@@ -653,16 +660,20 @@ bool hetero_engine::make_room(int space, std::size_t bytes, const hetero_task_st
       request_engine_thread();  // it evicts this one, blocking as it may
       continue;
     }
+    if (std::find(unwritable.begin(), unwritable.end(), object) != unwritable.end()) continue;
     try {
       evict_copy(*object, space);
       freed += size_class(object->bytes);
     } catch (const device_error&) {
-      // Its write-back failed: the copy stays, still the valid one. Another may do; if none
-      // does, the task waits or fails like any that finds no room.
+      // Its write-back failed: the copy stays, still the valid one, and is not tried again for
+      // this allocation. Another may do; if none does, the task waits while running tasks may
+      // free memory, and fails with this error otherwise.
+      unwritable.push_back(object);
       if (!write_back_failure) write_back_failure = std::current_exception();
     }
   }
-  if (freed == 0 && write_back_failure && !fits()) std::rethrow_exception(write_back_failure);
+  if (freed == 0 && write_back_failure && !fits() && !memory_may_come_back(space))
+    std::rethrow_exception(write_back_failure);
   return freed > 0;
 }
 
@@ -705,29 +716,28 @@ void hetero_engine::request_engine_thread() {
   wants_engine_thread_ = true;
 }
 
-void hetero_engine::settle_failed_copies(hetero_object_state& object) {
+bool hetero_engine::settle_failed_copies(hetero_object_state& object) {
   // Each event read once: backend threads may complete (or fail) one while this runs, and the
-  // decision must rest on one picture.
-  std::vector<bool> failed(object.copies.size());
-  bool any_failed = false;
+  // decision must rest on one picture (the engine has at most 64 memory spaces).
+  std::uint64_t failed = 0;
   bool alternative = false;  // a valid copy whose last write did not fail
   for (std::size_t s = 0; s < object.copies.size(); ++s) {
     const auto& copy = object.copies[s];
-    failed[s] = copy.ready.error() != nullptr;
-    any_failed = any_failed || failed[s];
-    alternative = alternative || (!failed[s] && copy.state != coherence::invalid);
+    const bool this_failed = copy.ready.error() != nullptr;
+    if (this_failed) failed |= std::uint64_t{1} << s;
+    alternative = alternative || (!this_failed && copy.state != coherence::invalid);
   }
-  if (!any_failed) return;
+  if (failed == 0) return false;
   bool invalidated = false;
   for (std::size_t s = 0; s < object.copies.size(); ++s) {
-    if (!failed[s]) continue;
+    if ((failed & (std::uint64_t{1} << s)) == 0) continue;
     auto& copy = object.copies[s];
     copy.ready = device_event();  // done: it orders nothing any more
     if (copy.state == coherence::invalid || !alternative) continue;
     copy.state = coherence::invalid;
     invalidated = true;
   }
-  if (!invalidated) return;
+  if (!invalidated) return false;
   const auto valid =
       std::count_if(object.copies.begin(), object.copies.end(),
                     [](const memory_copy& c) { return c.state != coherence::invalid; });
@@ -735,10 +745,18 @@ void hetero_engine::settle_failed_copies(hetero_object_state& object) {
     for (auto& copy : object.copies)
       if (copy.state != coherence::invalid) copy.state = coherence::modified;  // the only one
   }
+  return true;
+}
+
+bool hetero_engine::settle_copies_of(const hetero_task_state& task) {
+  bool invalidated = false;
+  for (auto [object, access] : task.objects)
+    invalidated = settle_failed_copies(*object) || invalidated;
+  return invalidated;
 }
 
 void hetero_engine::evict_copy(hetero_object_state& object, int space) {
-  settle_failed_copies(object);  // a copy whose transfer failed needs no write-back
+  (void)settle_failed_copies(object);  // a copy whose transfer failed needs no write-back
   auto& copy = object.copies[space];
   if (copy.state == coherence::modified) {
     // The only valid copy: write it back to the host first. Rare (the device is full), so the
@@ -785,7 +803,8 @@ bool hetero_engine::defer_until(const std::shared_ptr<hetero_task_state>& task,
   for (const auto& e : events) {
     if (e.ready()) {
       if (inputs) {
-        if (auto failure = e.error()) std::rethrow_exception(failure);
+        if (auto failure = e.error(); failure && settle_copies_of(*task))
+          std::rethrow_exception(failure);
       }
       continue;
     }
@@ -833,7 +852,7 @@ hetero_engine::attempt_result hetero_engine::attempt(
   try {
     // A copy a failed transfer left stale (for this task or another) is copied again. The task
     // that waited for that transfer has failed already, with the device's error (when_done).
-    for (auto [object, access] : task->objects) settle_failed_copies(*object);
+    (void)settle_copies_of(*task);
     if (task->range) return attempt_range(task);
     const int device_index = task->device.load();
     const bool host_request = task->function == nullptr;
@@ -881,6 +900,9 @@ hetero_engine::attempt_result hetero_engine::attempt(
     if (defer_until(task, inputs, d, true) || defer_until(task, after, d))
       return attempt_result::deferred;
     after.insert(after.end(), inputs.begin(), inputs.end());
+    // What is done needs no wait; a failed kernel's output left valid is read as it is (the
+    // failed task reports the failure), not carried into this launch.
+    std::erase_if(after, [](const device_event& e) { return e.ready(); });
 
     if (host_request && task->evict_when_granted && draining_on_backend) {
       auto* object = objects.front().first;
@@ -1012,7 +1034,7 @@ hetero_engine::attempt_result hetero_engine::attempt_range(
       const int space = valid_device_space(*object);
       auto& copy = object->copies[space];
       auto* d = device_of_space(space);
-      if (defer_until(task, {copy.ready}, d)) return attempt_result::deferred;
+      if (defer_until(task, {copy.ready}, d, true)) return attempt_result::deferred;
       auto e = d->copy_to_host(device_queue::device_to_host(),
                                range.staging != nullptr ? range.staging : range.user, copy.buffer,
                                range.offset, range.bytes, std::span(&copy.ready, 1));
@@ -1035,7 +1057,7 @@ hetero_engine::attempt_result hetero_engine::attempt_range(
           defer_until(task, pending_on(copy), device_of_space(static_cast<int>(space))))
         return attempt_result::deferred;
     }
-    settle_failed_copies(*object);  // a copy a transfer just failed to fill takes no bytes
+    (void)settle_failed_copies(*object);  // a copy a transfer just failed to fill takes no bytes
     if (range.staging != nullptr) ++statistics_.staged_range_copies;
     bool updated = false;  // some copy holds the new bytes
     if (host.state != coherence::invalid) {
@@ -1222,7 +1244,7 @@ void hetero_engine::finish(std::shared_ptr<hetero_task_state> task,
     // operations that wait for a failed one). A copy a failed transfer left stale becomes
     // Invalid; one a failed kernel wrote keeps undefined contents, its order kept.
     for (auto [object, access] : task->objects) {
-      settle_failed_copies(*object);
+      (void)settle_failed_copies(*object);
       for (auto& copy : object->copies)
         std::erase_if(copy.readers, [](const device_event& e) { return e.error() != nullptr; });
     }

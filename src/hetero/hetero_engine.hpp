@@ -206,7 +206,7 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   enum class when_done : std::uint8_t {
     finish,               ///< the task's own operation: finish it, with the event's failure
     retry,                ///< something it is ordered after: try it again
-    retry_unless_failed,  ///< an input it reads: try again, or fail with the event's failure
+    retry_unless_failed,  ///< an input it reads: try again, or fail if a transfer failed
   };
 
   void post(std::function<void()> item);
@@ -237,9 +237,11 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   /// Evicts least recently used copies in `space` (not `user`'s, not pinned ones) until `bytes`
   /// fit under the pool's limit or, when the device itself refused, until `bytes` of copies
   /// were freed. Whether it freed anything (the caller allocates again, and calls again while
-  /// it does). A copy whose write-back fails stays; that failure is thrown only when nothing
-  /// else could be freed.
-  bool make_room(int space, std::size_t bytes, const hetero_task_state& user, bool device_refused);
+  /// it does). A copy whose write-back fails stays and joins `unwritable` (skipped from then
+  /// on); that failure is thrown only when nothing else could be freed and no running task
+  /// will free memory.
+  bool make_room(int space, std::size_t bytes, const hetero_task_state& user, bool device_refused,
+                 std::vector<const hetero_object_state*>& unwritable);
   /// Whether device memory in `space` may still be freed without the framework evicting more:
   /// a task pins a copy there, or an eviction was left to the engine thread.
   [[nodiscard]] bool memory_may_come_back(int space) const;
@@ -248,9 +250,11 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   /// contents. Where another copy is valid and its last write did not fail, the failed copy
   /// becomes Invalid (the next use copies again; the lone valid copy left becomes Modified).
   /// Where no such copy is left (a failed kernel wrote the only valid one), it stays valid with
-  /// undefined contents and its order kept, as the failed task's own report says. The failure
-  /// is reported by the task that waited for the operation, not here.
-  static void settle_failed_copies(hetero_object_state& object);
+  /// undefined contents and its order kept, as the failed task's own report says. Whether a
+  /// copy was made Invalid (a transfer failed: the task that waited for it fails with it).
+  static bool settle_failed_copies(hetero_object_state& object);
+  /// settle_failed_copies for each of the task's objects: whether any copy was made Invalid.
+  static bool settle_copies_of(const hetero_task_state& task);
   /// Marks `object`'s copy in `space` as the most recently used (a device copy with a buffer:
   /// the last to be evicted).
   void touch(hetero_object_state& object, int space);
@@ -268,8 +272,8 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   void request_engine_thread();
   /// Asks for `task` to be tried again when the first of `events` that `on` cannot wait for
   /// natively completes; false when none is pending. With `inputs` (events that produce data
-  /// the task reads), a failed one fails the task: at once if it has failed already (throws),
-  /// or when it completes.
+  /// the task reads), a failed transfer fails the task: at once if it has failed already
+  /// (throws), or when it completes (a failed kernel's output, left valid, does not).
   bool defer_until(const std::shared_ptr<hetero_task_state>& task,
                    const std::vector<device_event>& events, const device* on, bool inputs = false);
   device_event fetch_to_host(hetero_object_state& object);
