@@ -68,6 +68,23 @@ std::vector<unsigned> iota(std::size_t n, unsigned first = 0) {
   return v;
 }
 
+/// x[i] += 1 for the first n elements, on device `device` (where the scheduler puts it when
+/// negative), and waits for it.
+void increment_and_wait(roam::hetero_object<unsigned>& x, int n, int device = -1) {
+  roam::hetero_task task(increment, roam::launch_dims::linear(n), roam::inout(x), n);
+  if (device >= 0) task.on_device(device);
+  task.submit().wait();
+}
+
+/// y = x for n elements, on device `device`, and waits for it.
+void copy_and_wait(roam::hetero_object<unsigned>& y, const roam::hetero_object<unsigned>& x, int n,
+                   int device) {
+  roam::hetero_task(copy_into, roam::launch_dims::linear(n), roam::out(y), roam::in(x), n)
+      .on_device(device)
+      .submit()
+      .wait();
+}
+
 // ---- the device API ---------------------------------------------------------------------
 
 TEST(DeviceApi, CopiesAndLaunchesChainThroughEvents) {
@@ -784,12 +801,7 @@ TEST(Memory, TheLeastRecentlyUsedCopyIsEvictedFirst) {
   std::vector<roam::hetero_object<unsigned>> objects;
   objects.reserve(4);
   for (int i = 0; i < 4; ++i) objects.emplace_back(n, static_cast<unsigned>(i));
-  auto use = [&](int i) {
-    roam::hetero_task(increment, roam::launch_dims::linear(n), roam::inout(objects[i]), n)
-        .on_device(d)
-        .submit();
-    rt.wait_all();
-  };
+  auto use = [&](int i) { increment_and_wait(objects[i], n, d); };
   use(0);
   use(1);
   use(2);
@@ -988,8 +1000,7 @@ TEST(Memory, ADeviceThatRefusesWhileThePoolHasRoomGetsCopiesEvicted) {
   std::vector<roam::hetero_object<unsigned>> objects;
   objects.reserve(3);
   for (int i = 0; i < 3; ++i) objects.emplace_back(n, static_cast<unsigned>(i));
-  for (auto& o : objects)
-    roam::hetero_task(increment, roam::launch_dims::linear(n), roam::inout(o), n).submit().wait();
+  for (auto& o : objects) increment_and_wait(o, n);
   EXPECT_EQ(rt.statistics().evictions, 1u);
   for (int i = 0; i < 3; ++i)
     EXPECT_EQ(objects[i].to_vector(), std::vector<unsigned>(n, i + 1u)) << "object " << i;
@@ -1089,7 +1100,7 @@ TEST(Errors, AFailedCopyToTheHostFailsItsRequestAndLosesNothing) {
   const int d = discrete_device(rt);
   const int n = 1000;
   roam::hetero_object<unsigned> x(iota(n, 5));
-  roam::hetero_task(increment, roam::launch_dims::linear(n), roam::inout(x), n).submit().wait();
+  increment_and_wait(x, n);
   ASSERT_EQ(x.state_on(d), roam::coherence::modified);
   injected_copy_failures failures(1);
   EXPECT_TRUE(
@@ -1106,7 +1117,7 @@ TEST(Errors, AFailedWriteBackLeavesTheCopyOnTheDevice) {
   const int d = discrete_device(rt);
   const int n = 1000;
   roam::hetero_object<unsigned> x(iota(n, 5));
-  roam::hetero_task(increment, roam::launch_dims::linear(n), roam::inout(x), n).submit().wait();
+  increment_and_wait(x, n);
   injected_copy_failures failures(1);
   EXPECT_TRUE(fails_with_injected_copy_error([&] { x.remove_from_devices().wait(); }));
   EXPECT_EQ(x.state_on(d), roam::coherence::modified);
@@ -1126,11 +1137,7 @@ TEST(Errors, AFailedWriteBackDuringEvictionSkipsThatCopy) {
   std::vector<roam::hetero_object<unsigned>> objects;
   objects.reserve(3);
   for (int i = 0; i < 3; ++i) objects.emplace_back(n, static_cast<unsigned>(i));
-  auto use = [&](int i) {
-    roam::hetero_task(increment, roam::launch_dims::linear(n), roam::inout(objects[i]), n)
-        .submit()
-        .wait();
-  };
+  auto use = [&](int i) { increment_and_wait(objects[i], n); };
   use(0);
   use(1);
   {
@@ -1158,10 +1165,7 @@ TEST(Errors, AFailedCopyToTheDeviceFailsItsTaskAndIsMadeAgain) {
   EXPECT_TRUE(fails_with_injected_copy_error([&] { first.wait(); }));
   EXPECT_EQ(x.state_on(d), roam::coherence::invalid);
   EXPECT_EQ(x.state_on_host(), roam::coherence::modified);
-  roam::hetero_task(copy_into, roam::launch_dims::linear(n), roam::out(y), roam::in(x), n)
-      .on_device(d)
-      .submit()
-      .wait();
+  copy_and_wait(y, x, n, d);
   EXPECT_EQ(y.to_vector(), iota(n, 5));
 }
 
@@ -1173,20 +1177,14 @@ TEST(Errors, AFailedRangeWriteLeavesNoStaleCopy) {
   const int n = 1000;
   roam::hetero_object<unsigned> x(iota(n, 5));
   roam::hetero_object<unsigned> y(n);
-  roam::hetero_task(copy_into, roam::launch_dims::linear(n), roam::out(y), roam::in(x), n)
-      .on_device(d)
-      .submit()
-      .wait();
+  copy_and_wait(y, x, n, d);
   ASSERT_EQ(x.state_on(d), roam::coherence::shared);
   const std::vector<unsigned> part(10, 7u);
   injected_copy_failures failures(1);
   EXPECT_TRUE(fails_with_injected_copy_error([&] { x.write_range(20, std::span(part)).wait(); }));
   EXPECT_EQ(x.state_on(d), roam::coherence::invalid);
   EXPECT_EQ(x.state_on_host(), roam::coherence::modified);
-  roam::hetero_task(copy_into, roam::launch_dims::linear(n), roam::out(y), roam::in(x), n)
-      .on_device(d)
-      .submit()
-      .wait();
+  copy_and_wait(y, x, n, d);
   auto expected = iota(n, 5);
   std::fill_n(expected.begin() + 20, 10, 7u);
   EXPECT_EQ(y.to_vector(), expected);
