@@ -68,8 +68,9 @@ void device_event::wait() const {
 }
 
 std::exception_ptr device_event::error() const {
+  // No lock: complete() writes the error once, before the release store of `done` that ready()
+  // acquires, and never again; the engine asks this of every copy it touches per task.
   if (!state_ || !ready()) return nullptr;
-  std::lock_guard lock(state_->mutex);
   return state_->error;
 }
 

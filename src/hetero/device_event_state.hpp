@@ -40,7 +40,7 @@ struct device_event_state {
   std::mutex mutex;
   std::condition_variable finished;
   std::vector<std::function<void()>> callbacks;
-  std::exception_ptr error;
+  std::exception_ptr error;       ///< written once, before `done` is set; read freely after
   const device* owner = nullptr;  ///< the device whose native event this is
   void* native = nullptr;
   void (*release_native)(void*) = nullptr;
