@@ -71,7 +71,7 @@ class host_device final : public device {
                               std::span<const device_event> after) override {
     check_range(destination, offset, bytes);
     auto* to = static_cast<char*>(destination.handle) + offset;
-    return issue(queue, after, [to, source, bytes] {
+    return issue(queue, after, is_small_copy(bytes), [to, source, bytes] {
       maybe_fail_copy();
       std::memcpy(to, source, bytes);
     });
@@ -82,7 +82,7 @@ class host_device final : public device {
                             std::span<const device_event> after) override {
     check_range(source, offset, bytes);
     const auto* from = static_cast<const char*>(source.handle) + offset;
-    return issue(queue, after, [destination, from, bytes] {
+    return issue(queue, after, is_small_copy(bytes), [destination, from, bytes] {
       maybe_fail_copy();
       std::memcpy(destination, from, bytes);
     });
@@ -96,7 +96,8 @@ class host_device final : public device {
     check_range(source, source_offset, bytes);
     auto* to = static_cast<char*>(destination.handle) + destination_offset;
     const auto* from = static_cast<const char*>(source.handle) + source_offset;
-    return issue(queue, after, [to, from, bytes] { std::memmove(to, from, bytes); });
+    return issue(queue, after, is_small_copy(bytes),
+                 [to, from, bytes] { std::memmove(to, from, bytes); });
   }
 
   device_event launch(device_queue queue, const kernel& k, const launch_dims& dims,
@@ -107,13 +108,14 @@ class host_device final : public device {
                          "' has no host form; the host backend cannot run it");
     }
     auto run = std::make_shared<launch_run>(k.host, dims, arguments, local_bytes);
-    const auto strips = static_cast<unsigned>(
-        std::min<std::size_t>(dims.group_count(), std::max<std::size_t>(workers_.size(), 1)));
-    run->strips_left.store(strips, std::memory_order_relaxed);
-    // The launch completes when its last strip finishes; issue() must not complete it. The
-    // pool thread that starts the launch runs one strip itself: handing it to another thread
-    // would cost a wake-up per launch, and a small kernel (one group) would pay it alone.
-    return issue(queue, after,
+    const bool small = dims.group_count() * dims.local_count() <= small_launch_items;
+    const auto strips = small ? 1u
+                              : static_cast<unsigned>(std::min<std::size_t>(
+                                    dims.group_count(), std::max<std::size_t>(workers_.size(), 1)));
+    // The launch completes when its last group finishes; issue() must not complete it. The
+    // thread that starts the launch runs one strip itself: handing it to another thread would
+    // cost a wake-up per launch, and a small kernel would pay it alone.
+    return issue(queue, after, small,
                  [this, run, strips](const std::shared_ptr<device_event_state>& state) {
                    run->state = state;
                    for (unsigned i = 1; i < strips; ++i) push([run] { run->strip(); });
@@ -145,7 +147,8 @@ class host_device final : public device {
       ids.num_groups = dims.groups;
       std::vector<char> local(std::max<std::size_t>(local_bytes, 1));
       const std::size_t total = dims.group_count();
-      for (std::size_t g = next_group.fetch_add(1); g < total; g = next_group.fetch_add(1)) {
+      std::size_t ran = 0;
+      for (std::size_t g = next_group.fetch_add(1); g < total; g = next_group.fetch_add(1), ++ran) {
         ids.group_id = {
             static_cast<std::uint32_t>(g % dims.groups[0]),
             static_cast<std::uint32_t>(g / dims.groups[0] % dims.groups[1]),
@@ -157,7 +160,9 @@ class host_device final : public device {
           if (!failure) failure = std::current_exception();
         }
       }
-      if (strips_left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // The strip that runs the last group completes the launch; a strip that started after
+      // every group was taken does nothing, so the launch never waits for its wake-up.
+      if (ran > 0 && groups_done.fetch_add(ran, std::memory_order_acq_rel) + ran == total) {
         std::exception_ptr e;
         {
           std::lock_guard lock(failure_mutex);
@@ -173,7 +178,7 @@ class host_device final : public device {
     std::vector<void*> slots;
     std::size_t local_bytes;
     std::atomic<std::size_t> next_group{0};
-    std::atomic<unsigned> strips_left{0};
+    std::atomic<std::size_t> groups_done{0};
     std::shared_ptr<device_event_state> state;
     std::mutex failure_mutex;
     std::exception_ptr failure;
@@ -187,13 +192,25 @@ class host_device final : public device {
     }
   }
 
+  /// Copies of up to small_copy_bytes and launches of up to small_launch_items work-items run on
+  /// the thread that issues them when nothing they wait for is pending: waking a pool thread
+  /// (10-30 microseconds where cores are shared) costs more than they do. The issuing thread is
+  /// busy for as long as they take, which stays short for copies; a kernel that does much work
+  /// per item should be launched over more items (or on a device of its own).
+  static constexpr std::size_t small_copy_bytes = 64 * 1024;
+  static constexpr std::size_t small_launch_items = 4096;
+  [[nodiscard]] static bool is_small_copy(std::size_t bytes) noexcept {
+    return bytes <= small_copy_bytes;
+  }
+
   /// Runs `body` once the events of `after` and the queue's previous operation are done, never
-  /// blocking the caller. A body taking the event state completes it itself. A failure among
-  /// `after` fails the operation (its inputs are not there); the previous operation's only
-  /// orders it: its failure is its own, or one failed kernel would fail every later operation
-  /// on its queue.
+  /// blocking the caller: on a pool thread, or right here when `small` and nothing is pending.
+  /// A body taking the event state completes it itself. A failure among `after` fails the
+  /// operation (its inputs are not there); the previous operation's only orders it: its
+  /// failure is its own, or one failed kernel would fail every later operation on its queue.
   template <class Body>
-  device_event issue(device_queue queue, std::span<const device_event> after, Body body) {
+  device_event issue(device_queue queue, std::span<const device_event> after, bool small,
+                     Body body) {
     auto state = std::make_shared<device_event_state>();
     state->owner = this;
     std::vector<device_event> waits(after.begin(), after.end());
@@ -201,37 +218,47 @@ class host_device final : public device {
     {
       std::lock_guard lock(mutex_);
       auto& tail = queue_tails_[queue_position(queue, queue_tails_.size() - 2)];
-      if (tail.state()) waits.push_back(tail);
+      if (tail.state() && !tail.ready()) waits.push_back(tail);
       tail = device_event(state);
     }
-    auto start = [this, state, waits, carried, body = std::move(body)]() mutable {
+    auto run = [state, body = std::move(body)]() mutable {
+      if constexpr (std::is_invocable_v<Body&, const std::shared_ptr<device_event_state>&>) {
+        try {
+          body(state);
+        } catch (...) {
+          state->complete(std::current_exception());
+        }
+      } else {
+        try {
+          body();
+          state->complete();
+        } catch (...) {
+          state->complete(std::current_exception());
+        }
+      }
+    };
+    auto start = [this, state, waits, carried, run = std::move(run)](bool here) mutable {
       for (std::size_t i = 0; i < carried; ++i) {
         if (auto failure = waits[i].error()) {
           state->complete(failure);
           return;
         }
       }
-      push([state, body = std::move(body)]() mutable {
-        if constexpr (std::is_invocable_v<Body&, const std::shared_ptr<device_event_state>&>) {
-          try {
-            body(state);
-          } catch (...) {
-            state->complete(std::current_exception());
-          }
-        } else {
-          try {
-            body();
-            state->complete();
-          } catch (...) {
-            state->complete(std::current_exception());
-          }
-        }
-      });
+      if (here) {
+        run();
+      } else {
+        push(std::move(run));
+      }
     };
+    if (small &&
+        std::all_of(waits.begin(), waits.end(), [](const device_event& w) { return w.ready(); })) {
+      start(true);
+      return device_event(state);
+    }
     auto pending = std::make_shared<std::atomic<std::size_t>>(waits.size() + 1);
     auto shared_start = std::make_shared<decltype(start)>(std::move(start));
     auto arrive = [pending, shared_start] {
-      if (pending->fetch_sub(1, std::memory_order_acq_rel) == 1) (*shared_start)();
+      if (pending->fetch_sub(1, std::memory_order_acq_rel) == 1) (*shared_start)(false);
     };
     for (auto& w : waits) w.on_complete(arrive);
     arrive();

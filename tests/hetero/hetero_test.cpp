@@ -111,6 +111,37 @@ TEST(DeviceApi, CopiesAndLaunchesChainThroughEvents) {
   }
 }
 
+// The host backend runs a small copy or launch whose inputs are ready on the issuing thread (a
+// pool thread's wake-up costs more than such work); one that waits for a pending operation runs
+// after it, as every operation does.
+TEST(DeviceApi, TheHostBackendRunsSmallReadyOperationsAtOnce) {
+  roam::hetero_runtime rt(failing_copies_options());
+  auto* d = rt.devices().front();
+  ASSERT_EQ(d->info().backend, roam::backend::host);
+  const int n = 256;
+  const auto bytes = n * sizeof(unsigned);
+  auto input = iota(n, 1);
+  auto buffer = d->allocate(bytes);
+  auto in =
+      d->copy_to_device(roam::device_queue::host_to_device(), buffer, 0, input.data(), bytes, {});
+  EXPECT_TRUE(in.ready());
+  const roam::kernel_argument arguments[] = {roam::kernel_argument::of_buffer(buffer),
+                                             roam::kernel_argument::of_value(n)};
+  auto small = d->launch(roam::device_queue::compute(0), increment,
+                         roam::launch_dims::linear(n, 64), arguments, 0, {});
+  EXPECT_TRUE(small.ready());
+  // Over a million work-items (all but n idle): the pool runs it, in strips.
+  auto large = d->launch(roam::device_queue::compute(1), increment,
+                         roam::launch_dims::linear(std::size_t{1} << 20, 64), arguments, 0, {});
+  std::vector<unsigned> output(n, 0);
+  auto out = d->copy_to_host(roam::device_queue::device_to_host(), output.data(), buffer, 0, bytes,
+                             std::span(&large, 1));
+  out.wait();
+  EXPECT_TRUE(large.ready());
+  for (int i = 0; i < n; ++i) ASSERT_EQ(output[i], input[i] + 2) << i;
+  d->release(buffer);
+}
+
 TEST(DeviceApi, RejectsBadRequestsWithClearErrors) {
   roam::hetero_runtime rt(test_options());
   auto* d = rt.devices().front();
