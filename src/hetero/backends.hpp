@@ -2,6 +2,7 @@
 // The backends' factories; each backend file defines its own (the OpenCL and CUDA ones are
 // compiled only when their toolkits are found).
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "roam/hetero/device.hpp"
@@ -30,6 +31,13 @@ void fail_next_host_copies(unsigned count) noexcept;
 /// in all (0: no such cap), as a GPU whose memory another process holds refuses them while the
 /// framework's own count shows room.
 void cap_host_device_memory(std::size_t bytes) noexcept;
+
+/// Checks a launch before any backend runs it, throwing a device_error that names the kernel:
+/// no dimension is zero, and the arguments match the kernel's parameters (count, pointer or
+/// scalar, sizes) when the kernel lists them. Every backend's launch() calls it, and
+/// hetero_task's submit() with the task's arguments, so the mistake surfaces where it was made.
+void check_launch(const kernel& k, const launch_dims& dims,
+                  std::span<const kernel_argument> arguments);
 
 /// Page-aligned host memory (whole pages, as DMA engines and vector loads like them).
 void* allocate_page_aligned(std::size_t bytes);

@@ -116,6 +116,7 @@ class cuda_device final : public device {
   device_event launch(device_queue queue, const kernel& k, const launch_dims& dims,
                       std::span<const kernel_argument> arguments, std::size_t local_bytes,
                       std::span<const device_event> after) override {
+    check_launch(k, dims, arguments);
     if (k.cuda_function == nullptr) {
       throw device_error(std::string("roam: kernel '") + (k.name ? k.name : "?") +
                          "' has no CUDA form (compile the file that defines it with nvcc)");

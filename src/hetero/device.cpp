@@ -7,11 +7,13 @@
 #include <array>
 #include <atomic>
 #include <cstdlib>
+#include <limits>
 #include <new>
 #include <sstream>
 
 #include "backends.hpp"
 #include "device_event_state.hpp"
+#include "roam/hetero/kernel.hpp"
 
 namespace roam {
 
@@ -85,20 +87,31 @@ void device_event::on_complete(std::function<void()> callback) const {
   callback();
 }
 
+namespace {
+/// Groups of `local` items covering `items` (at least one group), or a clear error.
+std::uint32_t groups_covering(std::size_t items, std::uint32_t local) {
+  if (local == 0) throw device_error("roam: launch_dims with a work-group size of 0");
+  const std::size_t groups = std::max<std::size_t>((items + local - 1) / local, 1);
+  if (groups > std::numeric_limits<std::uint32_t>::max()) {
+    throw device_error("roam: launch_dims over " + std::to_string(items) +
+                       " items needs more work-groups than a dimension holds (2^32 - 1); use "
+                       "larger groups or more dimensions");
+  }
+  return static_cast<std::uint32_t>(groups);
+}
+}  // namespace
+
 launch_dims launch_dims::linear(std::size_t items, std::uint32_t local) {
   launch_dims d;
   d.local = {local, 1, 1};
-  d.groups = {static_cast<std::uint32_t>((items + local - 1) / local), 1, 1};
-  if (d.groups[0] == 0) d.groups[0] = 1;
+  d.groups = {groups_covering(items, local), 1, 1};
   return d;
 }
 
 launch_dims launch_dims::grid2d(std::size_t rows, std::size_t columns, std::uint32_t local) {
   launch_dims d;
   d.local = {local, local, 1};
-  d.groups = {static_cast<std::uint32_t>((columns + local - 1) / local),
-              static_cast<std::uint32_t>((rows + local - 1) / local), 1};
-  for (auto& g : d.groups) g = g == 0 ? 1 : g;
+  d.groups = {groups_covering(columns, local), groups_covering(rows, local), 1};
   return d;
 }
 
@@ -111,6 +124,62 @@ void* allocate_page_aligned(std::size_t bytes) {
   return memory;
 }
 void free_page_aligned(void* memory) noexcept { std::free(memory); }
+
+namespace {
+std::string describe(const kernel_parameter& p) {
+  switch (p.what) {
+    case kernel_parameter::kind::pointer:
+      return p.bytes == 0
+                 ? "a pointer to device memory"
+                 : "a pointer to device memory (elements of " + std::to_string(p.bytes) + " bytes)";
+    case kernel_parameter::kind::integer:
+      return "an integer of " + std::to_string(p.bytes) + " bytes";
+    case kernel_parameter::kind::floating:
+      return "a floating-point scalar of " + std::to_string(p.bytes) + " bytes";
+  }
+  return "?";
+}
+
+std::string describe(const kernel_argument& a) {
+  if (a.is_buffer) {
+    return a.element_bytes == 0
+               ? "device memory"
+               : "an object (elements of " + std::to_string(a.element_bytes) + " bytes)";
+  }
+  return std::string(a.scalar_floating ? "a floating-point scalar" : "a scalar") + " of " +
+         std::to_string(a.scalar_bytes) + " bytes";
+}
+
+bool matches(const kernel_parameter& p, const kernel_argument& a) {
+  if (p.what == kernel_parameter::kind::pointer) {
+    // A kernel may view memory as bytes (char*) or untyped; otherwise the element sizes agree.
+    return a.is_buffer &&
+           (a.element_bytes == 0 || p.bytes <= 1 || a.element_bytes == std::size_t{p.bytes});
+  }
+  return !a.is_buffer && a.scalar_bytes == p.bytes &&
+         a.scalar_floating == (p.what == kernel_parameter::kind::floating);
+}
+}  // namespace
+
+void check_launch(const kernel& k, const launch_dims& dims,
+                  std::span<const kernel_argument> arguments) {
+  const std::string name = k.name != nullptr ? k.name : "?";
+  if (dims.group_count() == 0 || dims.local_count() == 0) {
+    throw device_error("roam: kernel '" + name + "' launched with a zero dimension");
+  }
+  if (k.parameters == nullptr) return;  // filled by hand without its parameters
+  if (arguments.size() != k.parameter_count) {
+    throw device_error("roam: kernel '" + name + "' takes " + std::to_string(k.parameter_count) +
+                       " arguments; it was given " + std::to_string(arguments.size()));
+  }
+  for (std::size_t i = 0; i < arguments.size(); ++i) {
+    if (!matches(k.parameters[i], arguments[i])) {
+      throw device_error("roam: kernel '" + name + "', argument " + std::to_string(i + 1) +
+                         ": the parameter is " + describe(k.parameters[i]) + "; it was given " +
+                         describe(arguments[i]));
+    }
+  }
+}
 }  // namespace detail
 
 void* device::allocate_host(std::size_t bytes) { return detail::allocate_page_aligned(bytes); }

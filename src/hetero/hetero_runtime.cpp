@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "backends.hpp"
 #include "hetero_engine.hpp"
 
 namespace roam {
@@ -180,11 +182,9 @@ std::shared_ptr<hetero_task_state> make_hetero_task(const kernel& k, const launc
   auto task = engine_or_throw()->new_task();
   task->function = &k;
   task->dims = dims;
-  for (int d = 0; d < 3; ++d) {
-    if (dims.groups[d] == 0 || dims.local[d] == 0) {
-      throw device_error(std::string("roam: kernel '") + k.name +
-                         "' launched with a zero dimension");
-    }
+  if (dims.group_count() == 0 || dims.local_count() == 0) {
+    throw device_error(std::string("roam: kernel '") + (k.name != nullptr ? k.name : "?") +
+                       "' launched with a zero dimension");
   }
   return task;
 }
@@ -205,6 +205,8 @@ void add_object_argument(hetero_task_state& task, object_argument argument) {
   task_argument a;
   a.object = std::move(argument.object);
   a.access = argument.access;
+  a.value.is_buffer = true;  // what the launch passes; check_launch compares its element size
+  a.value.element_bytes = argument.element_bytes;
   task.arguments.push_back(std::move(a));
 }
 
@@ -238,7 +240,15 @@ void add_task_dependency(hetero_task_state& task, const std::shared_ptr<hetero_t
   task.dependencies.push_back(on);
 }
 
-void submit_task(const std::shared_ptr<hetero_task_state>& task) { task->engine->submit(task); }
+void submit_task(const std::shared_ptr<hetero_task_state>& task) {
+  if (task->phase == task_phase::building) {
+    std::vector<kernel_argument> arguments;
+    arguments.reserve(task->arguments.size());
+    for (const auto& a : task->arguments) arguments.push_back(a.value);
+    check_launch(*task->function, task->dims, arguments);
+  }
+  task->engine->submit(task);
+}
 
 void wait_task(const hetero_task_state& task) {
   if (task.id == 0) throw device_error("roam: hetero_task::wait() on a task never submitted");

@@ -103,6 +103,7 @@ class host_device final : public device {
   device_event launch(device_queue queue, const kernel& k, const launch_dims& dims,
                       std::span<const kernel_argument> arguments, std::size_t local_bytes,
                       std::span<const device_event> after) override {
+    check_launch(k, dims, arguments);
     if (k.host == nullptr) {
       throw device_error(std::string("roam: kernel '") + (k.name ? k.name : "?") +
                          "' has no host form; the host backend cannot run it");

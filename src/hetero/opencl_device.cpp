@@ -191,6 +191,7 @@ class opencl_device final : public device {
   device_event launch(device_queue queue, const kernel& k, const launch_dims& dims,
                       std::span<const kernel_argument> arguments, std::size_t local_bytes,
                       std::span<const device_event> after) override {
+    check_launch(k, dims, arguments);
     auto waits = wait_list(after);
     auto& entry = compiled(k);
     std::size_t global[3];

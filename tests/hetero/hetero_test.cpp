@@ -160,6 +160,57 @@ TEST(DeviceApi, RejectsBadRequestsWithClearErrors) {
                roam::hetero_runtime second(o), roam::device_error);
 }
 
+/// Runs `launch`, which must throw a device_error whose message contains each of `parts`.
+template <class Launch>
+void expect_rejected(Launch&& launch, std::initializer_list<const char*> parts) {
+  try {
+    launch();
+    ADD_FAILURE() << "accepted; expected an error saying " << *parts.begin();
+  } catch (const roam::device_error& e) {
+    for (const char* part : parts)
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+// Arguments are checked against the kernel's parameters where the task is submitted (or the
+// device launch made), on every backend alike: without the check the host backend read past
+// the arguments or took a scalar for a pointer, and OpenCL failed with a bare error code.
+TEST(DeviceApi, ArgumentsThatDoNotMatchTheKernelAreRejected) {
+  roam::hetero_runtime rt(test_options());
+  const int n = 64;
+  roam::hetero_object<unsigned> x(iota(n));
+  roam::hetero_object<double> wrong_elements(n);
+  const auto dims = roam::launch_dims::linear(n);
+  auto submit = [](roam::hetero_task task) { task.submit(); };
+  expect_rejected([&] { submit(roam::hetero_task(increment, dims, roam::inout(x))); },
+                  {"'increment'", "takes 2 arguments", "given 1"});
+  expect_rejected(
+      [&] { submit(roam::hetero_task(increment, dims, roam::inout(x), std::size_t{n})); },
+      {"argument 2", "an integer of 4 bytes", "a scalar of 8 bytes"});
+  expect_rejected([&] { submit(roam::hetero_task(increment, dims, 7, n)); },
+                  {"argument 1", "pointer to device memory", "a scalar of 4 bytes"});
+  expect_rejected(
+      [&] { submit(roam::hetero_task(increment, dims, roam::inout(wrong_elements), n)); },
+      {"argument 1", "elements of 4 bytes", "an object (elements of 8 bytes)"});
+  expect_rejected([&] { submit(roam::hetero_task(fill, dims, roam::out(x), 2.0F, n)); },
+                  {"argument 2", "an integer of 4 bytes", "a floating-point scalar of 4 bytes"});
+  expect_rejected([] { (void)roam::launch_dims::linear(10, 0); }, {"work-group size of 0"});
+  for (auto* d : rt.devices()) {
+    SCOPED_TRACE(d->info().name);
+    auto buffer = d->allocate(n * sizeof(unsigned));
+    const roam::kernel_argument too_few[] = {roam::kernel_argument::of_buffer(buffer)};
+    expect_rejected(
+        [&] { (void)d->launch(roam::device_queue::compute(0), increment, dims, too_few, 0, {}); },
+        {"'increment'", "takes 2 arguments"});
+    d->release(buffer);
+  }
+  // The rejected tasks left nothing behind: the object is as it was and takes a correct task.
+  increment_and_wait(x, n);
+  auto view = x.request(roam::data_access::read).get();
+  for (int i = 0; i < n; ++i) ASSERT_EQ(view[i], static_cast<unsigned>(i) + 1) << i;
+  x.release();
+}
+
 TEST(DeviceApi, OneRuntimeAtATime) {
   roam::hetero_runtime rt(test_options());
   EXPECT_THROW(roam::hetero_runtime second(test_options()), roam::device_error);

@@ -146,6 +146,10 @@ struct kernel_argument {
   device_buffer buffer;
   std::array<std::byte, max_scalar_bytes> scalar{};
   std::uint8_t scalar_bytes = 0;
+  bool scalar_floating = false;  ///< a float or double, checked against the kernel's parameter
+  /// A buffer's element size when known (hetero_task's objects), checked against what the
+  /// kernel's parameter points to; 0 when not known (a raw device_buffer).
+  std::size_t element_bytes = 0;
 
   [[nodiscard]] static kernel_argument of_buffer(device_buffer b) {
     kernel_argument a;
@@ -167,6 +171,7 @@ struct kernel_argument {
     kernel_argument a;
     std::memcpy(a.scalar.data(), &value, sizeof(T));
     a.scalar_bytes = sizeof(T);
+    a.scalar_floating = std::is_floating_point_v<T>;
     return a;
   }
 };

@@ -33,6 +33,7 @@ namespace detail {
 struct object_argument {
   std::shared_ptr<hetero_object_state> object;
   data_access access;
+  std::size_t element_bytes;  ///< sizeof(T), checked against the kernel's parameter
 };
 template <class T>
 object_argument argument_of(const hetero_object<T>& object, data_access access);
@@ -233,7 +234,7 @@ namespace detail {
 template <class T>
 object_argument argument_of(const hetero_object<T>& object, data_access access) {
   if (!object.state_) throw device_error("roam: an empty hetero_object given as a task argument");
-  return {object.state_, access};
+  return {object.state_, access, sizeof(T)};
 }
 }  // namespace detail
 

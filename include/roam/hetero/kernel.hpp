@@ -33,7 +33,9 @@
 // version, compile that source file with nvcc (CMake: LANGUAGE CUDA). A kernel may also be given
 // per backend by filling a `roam::kernel` by hand.
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #if defined(__CUDACC__)
@@ -55,8 +57,18 @@ struct kernel_ids {
 /// The host form of a kernel: runs one work-group (all of its items).
 using host_kernel_function = void (*)(void* const* arguments, kernel_ids* ids, char* local_memory);
 
+/// One parameter of a kernel, as launches check their arguments against it: a pointer to device
+/// memory (with the size of what it points to; 0 for void), or a scalar of `bytes` bytes.
+struct kernel_parameter {
+  enum class kind : std::uint8_t { pointer, integer, floating };
+  kind what = kind::pointer;
+  std::uint8_t bytes = 0;  ///< the scalar's size, or the size of a pointer's elements
+};
+
 /// One kernel in all its backend forms. Any form may be null when a kernel is given per backend;
 /// a device whose form is missing rejects the launch with a device_error naming the kernel.
+/// Lifetime: tasks and launches refer to the kernel, so it must outlive them (the macros make
+/// kernels with static storage; the OpenCL backend caches its program by the kernel's address).
 struct kernel {
   const char* name = nullptr;
   host_kernel_function host = nullptr;
@@ -67,6 +79,12 @@ struct kernel {
   const char* opencl_body = nullptr;
   /// The `__global__` function (a `const void*` as cudaLaunchKernel takes it).
   const void* cuda_function = nullptr;
+  /// The parameters, which every launch checks its arguments against (count, pointer or scalar,
+  /// sizes), so that a mismatch is an error naming the argument instead of undefined behaviour
+  /// on one backend and an error code on another. The macros fill them; a kernel filled by hand
+  /// may leave them null, and its arguments are then not checked.
+  const kernel_parameter* parameters = nullptr;
+  std::size_t parameter_count = 0;
 };
 
 namespace kernel_dialect {
@@ -135,6 +153,32 @@ struct host_entry_of<void (*)(kernel_ids*, char*, Parameters...)> {
 template <auto F>
 inline constexpr host_kernel_function host_entry = &host_entry_of<decltype(F)>::template run<F>;
 
+template <class Parameter>
+constexpr kernel_parameter parameter_of() {
+  using type = std::remove_cvref_t<Parameter>;
+  if constexpr (std::is_pointer_v<type>) {
+    using element = std::remove_cv_t<std::remove_pointer_t<type>>;
+    if constexpr (std::is_void_v<element>) {
+      return {kernel_parameter::kind::pointer, 0};
+    } else {
+      return {kernel_parameter::kind::pointer, static_cast<std::uint8_t>(sizeof(element))};
+    }
+  } else if constexpr (std::is_floating_point_v<type>) {
+    return {kernel_parameter::kind::floating, static_cast<std::uint8_t>(sizeof(type))};
+  } else {
+    return {kernel_parameter::kind::integer, static_cast<std::uint8_t>(sizeof(type))};
+  }
+}
+
+/// The parameters of a generated host function, for kernel::parameters.
+template <class Function>
+struct parameters_of;
+template <class... Parameters>
+struct parameters_of<void (*)(kernel_ids*, char*, Parameters...)> {
+  static constexpr std::array<kernel_parameter, sizeof...(Parameters)> value{
+      parameter_of<Parameters>()...};
+};
+
 }  // namespace detail
 }  // namespace roam
 
@@ -174,10 +218,16 @@ inline constexpr host_kernel_function host_entry = &host_entry_of<decltype(F)>::
 
 // The texts are stringized by the outer macros: an argument passed on to another macro is
 // expanded first, and the dialect's names (roam_global...) would be lost from the OpenCL text.
-#define ROAM_DETAIL_KERNEL_OBJECT(name, params_text, body_text)                                \
-  extern const ::roam::kernel name;                                                            \
-  const ::roam::kernel name{#name, ::roam::detail::host_entry<&roam_host_##name>, params_text, \
-                            body_text, ROAM_DETAIL_CUDA_POINTER(name)};
+#define ROAM_DETAIL_KERNEL_OBJECT(name, params_text, body_text)                 \
+  extern const ::roam::kernel name;                                             \
+  const ::roam::kernel name{                                                    \
+      #name,                                                                    \
+      ::roam::detail::host_entry<&roam_host_##name>,                            \
+      params_text,                                                              \
+      body_text,                                                                \
+      ROAM_DETAIL_CUDA_POINTER(name),                                           \
+      ::roam::detail::parameters_of<decltype(&roam_host_##name)>::value.data(), \
+      ::roam::detail::parameters_of<decltype(&roam_host_##name)>::value.size()};
 
 /// A kernel whose body runs once per work-item (see the top of this file).
 #define ROAM_KERNEL(name, params, ...)                                               \
