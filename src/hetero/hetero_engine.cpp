@@ -1189,7 +1189,21 @@ void hetero_engine::shut_down() {
     end_held_requests();
   }
   post([] {});
-  wait_all();
+  std::unique_lock lock(mutex_);
+  all_done_.wait(lock, [&] { return open_tasks_ == 0 && burials_ == 0; });
+  if (auto [unseen, first] = take_unseen_failures(); unseen > 0) {
+    std::string what = "?";
+    try {
+      std::rethrow_exception(first);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    std::fprintf(stderr,
+                 "roam: %zu hetero task(s) failed and no wait() or wait_all() saw it; the "
+                 "first: %s\n",
+                 unseen, what.c_str());
+  }
 }
 
 void hetero_engine::release_host(hetero_object_state& object) {
@@ -1250,6 +1264,10 @@ void hetero_engine::finish(std::shared_ptr<hetero_task_state> task,
     }
   }
   if (task->range) end_range(*task, failure);
+  if (failure && task->function != nullptr) {
+    ++statistics_.tasks_failed;
+    failed_.push_back(task);
+  }
   task->phase = task_phase::complete;
   active_.erase(task->id);
   ++statistics_.tasks_completed;
@@ -1285,6 +1303,20 @@ void hetero_engine::fail(std::shared_ptr<hetero_task_state> task,
 void hetero_engine::wait_all() {
   std::unique_lock lock(mutex_);
   all_done_.wait(lock, [&] { return open_tasks_ == 0 && burials_ == 0; });
+  auto [unseen, first] = take_unseen_failures();
+  lock.unlock();
+  if (unseen > 0) std::rethrow_exception(first);
+}
+
+std::pair<std::size_t, std::exception_ptr> hetero_engine::take_unseen_failures() {
+  std::size_t unseen = 0;
+  std::exception_ptr first;
+  for (const auto& task : failed_) {
+    if (task->failure_seen.load(std::memory_order_acquire)) continue;
+    if (unseen++ == 0) first = device_event(task->finished).error();
+  }
+  failed_.clear();
+  return {unseen, first};
 }
 
 hetero_statistics hetero_engine::statistics() const {

@@ -134,6 +134,7 @@ struct hetero_task_state {
   task_phase phase = task_phase::building;
   std::uint64_t id = 0;
   std::atomic<int> device{-1};
+  std::atomic<bool> failure_seen{false};  ///< a wait() rethrew the task's failure
   bool pinned = false;
   std::shared_ptr<device_event_state> finished = make_pooled<device_event_state>();
   std::shared_ptr<device_event_state> granted;  ///< host requests: the view is ready
@@ -192,11 +193,17 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
     std::lock_guard lock(mutex_);
     return object.copies[static_cast<std::size_t>(space)].state;
   }
+  /// Blocks until every task has finished; then rethrows the failure of the first kernel task
+  /// that failed since the previous call without a wait() on it seeing the failure.
   void wait_all();
-  /// wait_all() for the runtime's end: host requests still held (a caller that forgot
-  /// release(), or threw before it) are ended rather than waited for forever.
+  /// Waits as wait_all() does, for the runtime's end, and reports unseen failures on stderr
+  /// instead of throwing: host requests still held (a caller that forgot release(), or threw
+  /// before it) are ended rather than waited for forever.
   void shut_down();
   [[nodiscard]] hetero_statistics statistics() const;
+  /// How many kernel tasks failed since the last call with no wait() seeing it, and the first
+  /// one's failure; forgets them all. Under the lock.
+  std::pair<std::size_t, std::exception_ptr> take_unseen_failures();
   [[nodiscard]] bool default_implicit() const { return implicit_default_; }
 
  private:
@@ -332,6 +339,10 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   bool shutting_down_ = false;  ///< graveyards being dropped
   bool ended_ = false;          ///< stop() was called: nothing may be submitted any more
   hetero_statistics statistics_;
+  /// Kernel tasks that failed since the last wait_all(), with their failure, for wait_all() to
+  /// report the first one no wait() saw (a task whose handle was dropped, say).
+  /// (Held, not weak: a wait() may see the failure and the handle be dropped before that.)
+  std::vector<std::shared_ptr<hetero_task_state>> failed_;
 
   std::mutex inbox_mutex_;
   std::condition_variable inbox_ready_;

@@ -250,9 +250,14 @@ void submit_task(const std::shared_ptr<hetero_task_state>& task) {
   task->engine->submit(task);
 }
 
-void wait_task(const hetero_task_state& task) {
+void wait_task(hetero_task_state& task) {
   if (task.id == 0) throw device_error("roam: hetero_task::wait() on a task never submitted");
-  device_event(task.finished).wait();
+  try {
+    device_event(task.finished).wait();  // through the wait hook: a handler's fiber suspends
+  } catch (...) {
+    task.failure_seen.store(true, std::memory_order_release);  // wait_all() need not report it
+    throw;
+  }
 }
 
 bool task_done(const hetero_task_state& task) noexcept {

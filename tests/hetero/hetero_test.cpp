@@ -1140,6 +1140,43 @@ TEST(Errors, FailuresReachWait) {
   EXPECT_THROW(never.wait(), roam::device_error);
 }
 
+// A failure nobody waited for is not lost: wait_all() rethrows it (here, of a task whose handle
+// was dropped after submit), once; one that a wait() rethrew is not reported again.
+TEST(Errors, WaitAllRethrowsAFailureNoWaitSaw) {
+  roam::hetero_runtime rt(failing_copies_options());  // the host backend: kernels can throw
+  roam::hetero_object<unsigned> x(10, 1u);
+  roam::kernel throws{"throws", &throwing_host_kernel, nullptr, nullptr, nullptr};
+  roam::hetero_task(throws, roam::launch_dims::linear(1), roam::inout(x))
+      .on(roam::backend::host)
+      .submit();
+  EXPECT_THROW(rt.wait_all(), std::runtime_error);
+  EXPECT_NO_THROW(rt.wait_all());
+  roam::hetero_task seen(throws, roam::launch_dims::linear(1), roam::inout(x));
+  seen.on(roam::backend::host).submit();
+  EXPECT_THROW(seen.wait(), std::runtime_error);
+  EXPECT_NO_THROW(rt.wait_all());
+  EXPECT_EQ(rt.statistics().tasks_failed, 2u);
+}
+
+// The failures still unseen when the runtime ends are reported on stderr (a destructor cannot
+// throw them).
+TEST(Errors, TheRuntimesEndReportsFailuresNobodySaw) {
+  testing::internal::CaptureStderr();
+  {
+    roam::hetero_runtime rt(failing_copies_options());  // the host backend: kernels can throw
+    roam::hetero_object<unsigned> x(10, 1u);
+    roam::kernel throws{"throws", &throwing_host_kernel, nullptr, nullptr, nullptr};
+    for (int i = 0; i < 2; ++i) {
+      roam::hetero_task(throws, roam::launch_dims::linear(1), roam::inout(x))
+          .on(roam::backend::host)
+          .submit();
+    }
+  }
+  const std::string reported = testing::internal::GetCapturedStderr();
+  EXPECT_NE(reported.find("2 hetero task(s) failed"), std::string::npos) << reported;
+  EXPECT_NE(reported.find("kernel failed on purpose"), std::string::npos) << reported;
+}
+
 // A device queue keeps its order after a failed operation, but the failure stays that
 // operation's: the next ones on the queue (compute queues are used in turn) still run. The
 // host backend's (only its kernels can be made to fail here).

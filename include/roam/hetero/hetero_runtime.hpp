@@ -65,6 +65,8 @@ struct hetero_statistics {
   /// before the destination (a CUDA read into pageable memory).
   std::uint64_t staged_range_copies = 0;
   std::uint64_t device_bytes_in_use = 0;  ///< held by object copies on all devices, now
+  /// Kernel tasks that failed (each also rethrown by its wait(), or by wait_all() below).
+  std::uint64_t tasks_failed = 0;
 };
 
 class hetero_runtime {
@@ -81,7 +83,13 @@ class hetero_runtime {
   [[nodiscard]] static hetero_runtime& current();
 
   [[nodiscard]] std::span<device* const> devices() const noexcept;
-  /// Blocks until every task submitted so far (by any thread) has finished.
+  /// Blocks until no task is pending: those submitted so far (by any thread), and any submitted
+  /// meanwhile. Then, if a kernel task failed since the previous wait_all() and no wait() on it
+  /// saw the failure (its handle was dropped after submit(), say), rethrows the first such
+  /// failure; statistics().tasks_failed counts them all. A failure is never lost silently:
+  /// those still unseen when the runtime ends are reported on stderr.
+  /// Threading: any thread; a thread that holds a host request (request() without release())
+  /// must release it first, or its own request keeps wait_all() waiting.
   void wait_all();
   [[nodiscard]] hetero_statistics statistics() const;
 

@@ -37,7 +37,7 @@ void set_target(hetero_task_state& task, device_type type, std::optional<roam::b
 void set_implicit_dependencies(hetero_task_state& task, bool enabled);
 void add_task_dependency(hetero_task_state& task, const std::shared_ptr<hetero_task_state>& on);
 void submit_task(const std::shared_ptr<hetero_task_state>& task);
-void wait_task(const hetero_task_state& task);
+void wait_task(hetero_task_state& task);
 bool task_done(const hetero_task_state& task) noexcept;
 int task_device(const hetero_task_state& task) noexcept;
 }  // namespace detail
