@@ -129,10 +129,7 @@ class opencl_device final : public device {
 
   ~opencl_device() override {
     synchronize();
-    for (auto& [k, entry] : kernels_) {
-      clReleaseKernel(entry.handle);
-      clReleaseProgram(entry.program);
-    }
+    for (auto& [k, entry] : kernels_) entry.release();
     for (auto q : queues_) clReleaseCommandQueue(q);
     clReleaseContext(context_);
   }
@@ -192,6 +189,11 @@ class opencl_device final : public device {
                       std::span<const kernel_argument> arguments, std::size_t local_bytes,
                       std::span<const device_event> after) override {
     check_launch(k, dims, arguments);
+    if (k.opencl_parameters == nullptr && local_bytes != 0) {
+      throw device_error(std::string("roam: kernel '") + (k.name ? k.name : "?") +
+                         "' is a complete OpenCL source, which has no parameter for dynamic "
+                         "local memory; declare its __local arrays in the source instead");
+    }
     auto waits = wait_list(after);
     auto& entry = compiled(k);
     std::size_t global[3];
@@ -206,14 +208,18 @@ class opencl_device final : public device {
       std::lock_guard lock(entry.mutex);
       cl_uint index = 0;
       for (const auto& argument : arguments) {
-        if (argument.is_buffer) {
-          cl_mem memory = static_cast<cl_mem>(argument.buffer.handle);
-          check(clSetKernelArg(entry.handle, index++, sizeof(cl_mem), &memory), "clSetKernelArg");
-        } else {
-          check(
-              clSetKernelArg(entry.handle, index++, argument.scalar_bytes, argument.scalar.data()),
-              "clSetKernelArg");
+        cl_mem memory = static_cast<cl_mem>(argument.buffer.handle);
+        const cl_int set = argument.is_buffer
+                               ? clSetKernelArg(entry.handle, index, sizeof(cl_mem), &memory)
+                               : clSetKernelArg(entry.handle, index, argument.scalar_bytes,
+                                                argument.scalar.data());
+        // (A hand-written source's parameters are not listed, so only OpenCL can check them.)
+        if (set != CL_SUCCESS) {
+          check(set, (std::string("clSetKernelArg for kernel '") + k.name + "', argument " +
+                      std::to_string(index + 1))
+                         .c_str());
         }
+        ++index;
       }
       if (k.opencl_parameters != nullptr) {
         check(clSetKernelArg(entry.handle, index, std::max<std::size_t>(local_bytes, 8), nullptr),
@@ -235,12 +241,28 @@ class opencl_device final : public device {
     cl_program program = nullptr;
     cl_kernel handle = nullptr;
     std::mutex mutex;
+    /// The texts it was built from: a kernel made at the address of one destroyed (a kernel
+    /// filled by hand in a loop, say) is built again when its texts are other ones.
+    const char* name = nullptr;
+    const char* parameters = nullptr;
+    const char* body = nullptr;
+
+    [[nodiscard]] bool built_from(const kernel& k) const {
+      return handle != nullptr && name == k.name && parameters == k.opencl_parameters &&
+             body == k.opencl_body;
+    }
+    void release() {
+      if (handle != nullptr) clReleaseKernel(handle);
+      if (program != nullptr) clReleaseProgram(program);
+      handle = nullptr;
+      program = nullptr;
+    }
   };
 
   compiled_kernel& compiled(const kernel& k) {
     std::lock_guard lock(kernels_mutex_);
     auto found = kernels_.find(&k);
-    if (found != kernels_.end()) return found->second;
+    if (found != kernels_.end() && found->second.built_from(k)) return found->second;
     if (k.opencl_body == nullptr) {
       throw device_error(std::string("roam: kernel '") + (k.name ? k.name : "?") +
                          "' has no OpenCL form");
@@ -264,8 +286,13 @@ class opencl_device final : public device {
     if (status != CL_SUCCESS) clReleaseProgram(program);
     check(status, "clCreateKernel");
     auto& entry = kernels_[&k];
+    std::lock_guard entry_lock(entry.mutex);  // (the old kernel's launches have been enqueued)
+    entry.release();
     entry.program = program;
     entry.handle = handle;
+    entry.name = k.name;
+    entry.parameters = k.opencl_parameters;
+    entry.body = k.opencl_body;
     return entry;
   }
 

@@ -18,6 +18,7 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <set>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -158,6 +159,39 @@ TEST(DeviceApi, RejectsBadRequestsWithClearErrors) {
   d->release(buffer);
   EXPECT_THROW(roam::hetero_options o; o.backends = "host,fpga";
                roam::hetero_runtime second(o), roam::device_error);
+}
+
+TEST(DeviceApi, CopiesOnTheDeviceMoveTheRangeAsked) {
+  roam::hetero_runtime rt(test_options());
+  for (auto* d : rt.devices()) {
+    SCOPED_TRACE(d->info().name);
+    const std::size_t n = 1000;
+    const auto bytes = n * sizeof(unsigned);
+    auto input = iota(n, 3);
+    std::vector<unsigned> output(n, 0);
+    auto from = d->allocate(bytes);
+    auto to = d->allocate(bytes);
+    auto zeros =
+        d->copy_to_device(roam::device_queue::host_to_device(), to, 0, output.data(), bytes, {});
+    auto in = d->copy_to_device(roam::device_queue::host_to_device(), from, 0, input.data(), bytes,
+                                std::span(&zeros, 1));
+    // Elements [100, 600) of `from` to [200, 700) of `to`.
+    auto moved =
+        d->copy_on_device(roam::device_queue::compute(0), to, 200 * sizeof(unsigned), from,
+                          100 * sizeof(unsigned), 500 * sizeof(unsigned), std::span(&in, 1));
+    d->copy_to_host(roam::device_queue::device_to_host(), output.data(), to, 0, bytes,
+                    std::span(&moved, 1))
+        .wait();
+    for (std::size_t i = 0; i < n; ++i) {
+      const unsigned expected = i >= 200 && i < 700 ? input[i - 100] : 0u;
+      ASSERT_EQ(output[i], expected) << i;
+    }
+    EXPECT_THROW(
+        (void)d->copy_on_device(roam::device_queue::compute(0), to, bytes - 4, from, 0, 8, {}),
+        roam::device_error);
+    d->release(from);
+    d->release(to);
+  }
 }
 
 /// Runs `launch`, which must throw a device_error whose message contains each of `parts`.
@@ -307,6 +341,89 @@ TEST(KernelsWrittenOnce, IdsInTwoDimensions) {
   }
 }
 
+TEST(KernelsWrittenOnce, IdsAndGroupCountsInThreeDimensions) {
+  roam::hetero_runtime rt(test_options());
+  constexpr unsigned nx = 8, ny = 6, nz = 4;
+  for (auto* d : rt.devices()) {
+    SCOPED_TRACE(d->info().name);
+    roam::hetero_object<unsigned> out(std::size_t{nx} * ny * nz);
+    roam::launch_dims dims;
+    dims.groups = {2, 3, 2};
+    dims.local = {4, 2, 2};
+    roam::hetero_task(record_ids_3d, dims, roam::out(out), int{nx}, int{ny})
+        .on_device(d->info().index)
+        .submit()
+        .wait();
+    auto got = out.to_vector();
+    for (unsigned z = 0; z < nz; ++z)
+      for (unsigned y = 0; y < ny; ++y)
+        for (unsigned x = 0; x < nx; ++x) {
+          const unsigned expected =
+              (x << 24) | (y << 16) | (z << 8) | ((z % 2) << 6) | (2u << 4) | (3u << 2) | 2u;
+          ASSERT_EQ(got[(z * ny + y) * nx + x], expected) << x << "," << y << "," << z;
+        }
+  }
+}
+
+/// The host form of a kernel filled by hand: x[i] += Added for i < n, over one work-group.
+template <unsigned Added>
+void add_on_host(void* const* arguments, roam::kernel_ids* ids, char* /*local*/) {
+  auto* x = *static_cast<unsigned* const*>(arguments[0]);
+  const int n = *static_cast<const int*>(arguments[1]);
+  for (std::uint32_t l = 0; l < ids->local_size[0]; ++l) {
+    const auto i = static_cast<int>(ids->group_id[0] * ids->local_size[0] + l);
+    if (i < n) x[i] += Added;
+  }
+}
+
+// A kernel given per backend (a host function and a complete OpenCL source). Two made one after
+// the other at the same address run their own code: the OpenCL backend's program cache must
+// not hand the second the first's program. A complete OpenCL source has no parameter for
+// dynamic local memory, and asking for some is an error, not ignored.
+TEST(KernelsWrittenOnce, KernelsFilledByHandRunTheirOwnForms) {
+  roam::hetero_runtime rt(test_options());
+  struct form {
+    unsigned added;
+    roam::host_kernel_function host;
+    const char* opencl;
+  };
+  const form forms[] = {{7, &add_on_host<7>,
+                         "__kernel void add_value(__global unsigned* x, int n) {"
+                         "  int i = get_global_id(0); if (i < n) x[i] += 7u; }"},
+                        {9, &add_on_host<9>,
+                         "__kernel void add_value(__global unsigned* x, int n) {"
+                         "  int i = get_global_id(0); if (i < n) x[i] += 9u; }"}};
+  int ran = 0;
+  for (auto* d : rt.devices()) {
+    if (d->info().backend == roam::backend::cuda) continue;  // no CUDA form is given
+    SCOPED_TRACE(d->info().name);
+    std::optional<roam::kernel> k;
+    for (const auto& f : forms) {
+      k.emplace(roam::kernel{"add_value", f.host, nullptr, f.opencl, nullptr});
+      roam::hetero_object<unsigned> x(64, 1u);
+      roam::hetero_task(*k, roam::launch_dims::linear(64, 16), roam::inout(x), 64)
+          .on_device(d->info().index)
+          .submit()
+          .wait();
+      EXPECT_EQ(x.to_vector(), std::vector<unsigned>(64, 1u + f.added));
+      ++ran;
+    }
+    if (d->info().backend == roam::backend::opencl) {
+      roam::hetero_object<unsigned> x(64, 1u);
+      expect_rejected(
+          [&] {
+            roam::hetero_task(*k, roam::launch_dims::linear(64, 16), roam::inout(x), 64)
+                .local_memory(64)
+                .on_device(d->info().index)
+                .submit()
+                .wait();
+          },
+          {"'add_value'", "complete OpenCL source"});
+    }
+  }
+  EXPECT_GT(ran, 0);
+}
+
 TEST(KernelsWrittenOnce, DoublePrecisionDgemm) {
   roam::hetero_runtime rt(test_options());
   constexpr int n = 48;
@@ -422,6 +539,29 @@ TEST(Coherence, StatesMayBeReadWhileTasksChangeThem) {
   watcher.join();
   EXPECT_EQ(x.state_on(d), roam::coherence::shared);
   EXPECT_EQ(x.state_on_host(), roam::coherence::shared);
+}
+
+// A moved-from handle is empty: no data, size 0, Invalid everywhere; calls that need data
+// throw instead of dereferencing nothing.
+TEST(Coherence, AMovedFromObjectIsEmpty) {
+  roam::hetero_runtime rt(test_options());
+  roam::hetero_object<unsigned> x(10, 1u);
+  roam::hetero_object<unsigned> y(std::move(x));
+  EXPECT_FALSE(x);  // NOLINT(bugprone-use-after-move): what a moved-from handle does is tested
+  EXPECT_EQ(x.size(), 0u);
+  EXPECT_EQ(x.state_on_host(), roam::coherence::invalid);
+  EXPECT_EQ(x.state_on(0), roam::coherence::invalid);
+  EXPECT_THROW(x.release(), roam::device_error);
+  EXPECT_THROW((void)x.request(roam::data_access::read), roam::device_error);
+  EXPECT_THROW(
+      roam::hetero_task(increment, roam::launch_dims::linear(10), roam::inout(x), 10).submit(),
+      roam::device_error);
+  EXPECT_EQ(y.size(), 10u);
+  EXPECT_EQ(y.to_vector(), std::vector<unsigned>(10, 1u));
+  roam::hetero_object<unsigned> z;
+  z = std::move(y);
+  EXPECT_EQ(y.size(), 0u);  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(z.to_vector(), std::vector<unsigned>(10, 1u));
 }
 
 TEST(Coherence, SharedHostMemoryNeedsNoCopies) {
@@ -791,8 +931,9 @@ TEST(Dependencies, ExplicitAndDisabledImplicit) {
   // y is disjoint from x, but the explicit dependency makes it wait for `blocked`.
   roam::hetero_task after(increment, roam::launch_dims::linear(64), roam::inout(y), 64);
   after.add_dependency(blocked).submit();
-  // Opted out of implicit dependencies: writes x while the host still reads it.
-  roam::hetero_task unordered(fill, roam::launch_dims::linear(64), roam::out(y), 9u, 64);
+  // Opted out of implicit dependencies: writes x while the host still reads it, before the
+  // increment submitted earlier.
+  roam::hetero_task unordered(fill, roam::launch_dims::linear(64), roam::out(x), 9u, 64);
   unordered.implicit_dependencies(false).submit();
   unordered.wait();
   EXPECT_FALSE(blocked.done());
@@ -800,6 +941,44 @@ TEST(Dependencies, ExplicitAndDisabledImplicit) {
   (void)held;
   x.release();
   after.wait();
+  EXPECT_EQ(x.to_vector(), std::vector<unsigned>(64, 10u));
+  EXPECT_EQ(y.to_vector(), std::vector<unsigned>(64, 2u));
+}
+
+// hetero_options::implicit_dependencies = false turns inference off for every task: a writer
+// runs while the host still holds a read of its object.
+TEST(Dependencies, TheRuntimesOptionTurnsImplicitDependenciesOffForAll) {
+  auto options = test_options();
+  options.implicit_dependencies = false;
+  roam::hetero_runtime rt(options);
+  roam::hetero_object<unsigned> x(64, 1u);
+  auto held = x.request(roam::data_access::read).get();
+  roam::hetero_task writer(fill, roam::launch_dims::linear(64), roam::out(x), 5u, 64);
+  writer.submit().wait();  // would wait for the release with inference on (and hang here)
+  (void)held;
+  x.release();
+  // Explicit dependencies still order tasks.
+  roam::hetero_task first(fill, roam::launch_dims::linear(64), roam::out(x), 8u, 64);
+  roam::hetero_task second(increment, roam::launch_dims::linear(64), roam::inout(x), 64);
+  first.submit();
+  second.add_dependency(first).submit().wait();
+  EXPECT_EQ(x.to_vector(), std::vector<unsigned>(64, 9u));
+}
+
+// A dependency must be submitted before the task that names it: one never submitted would
+// leave the task waiting for ever, and two tasks naming each other would wait for each other.
+TEST(Dependencies, ADependencyNotYetSubmittedIsRejected) {
+  roam::hetero_runtime rt(test_options());
+  roam::hetero_object<unsigned> x(64, 1u);
+  roam::hetero_task first(increment, roam::launch_dims::linear(64), roam::inout(x), 64);
+  roam::hetero_task second(increment, roam::launch_dims::linear(64), roam::inout(x), 64);
+  second.add_dependency(first);
+  first.add_dependency(second);
+  EXPECT_THROW(second.submit(), roam::device_error);
+  EXPECT_THROW(first.submit(), roam::device_error);
+  // Nothing was registered: the object takes other tasks, and wait_all() does not hang.
+  increment_and_wait(x, 64);
+  rt.wait_all();
   EXPECT_EQ(x.to_vector(), std::vector<unsigned>(64, 2u));
 }
 
@@ -1358,6 +1537,56 @@ TEST(Scheduling, TheSubmittingThreadDispatchesUnlessTheEngineThreadIsAsked) {
         << (on_callers ? "the engine thread placed it" : "the caller placed it");
     EXPECT_EQ(x.to_vector(), std::vector<unsigned>(100, 1u));
   }
+}
+
+// .on(device_type) limits the task to devices of that type: a type no device in use has fails
+// the task with an error saying so; a type some device has runs there.
+TEST(Scheduling, ATargetTypeLimitsTheDevices) {
+  roam::hetero_runtime rt(test_options());
+  for (const auto type : {roam::device_type::cpu, roam::device_type::gpu}) {
+    SCOPED_TRACE(roam::to_string(type));
+    int of_type = -1;
+    for (auto* d : rt.devices())
+      if (d->info().type == type && of_type < 0) of_type = d->info().index;
+    roam::hetero_object<unsigned> x(64, 1u);
+    roam::hetero_task t(increment, roam::launch_dims::linear(64), roam::inout(x), 64);
+    t.on(type).submit();
+    if (of_type < 0) {
+      expect_rejected([&] { t.wait(); }, {"no device can run kernel 'increment'"});
+      EXPECT_EQ(x.to_vector(), std::vector<unsigned>(64, 1u));
+    } else {
+      t.wait();
+      EXPECT_EQ(rt.devices()[t.device()]->info().type, type);
+      EXPECT_EQ(x.to_vector(), std::vector<unsigned>(64, 2u));
+    }
+  }
+}
+
+// Tasks that become runnable together and cost the same to move spread over the devices: the
+// default scheduler fills a device's queues (device_depth) and then uses the next.
+TEST(Scheduling, TheDefaultSpreadsReadyTasksOverTheDevices) {
+  roam::hetero_runtime rt(test_options());
+  roam::hetero_object<unsigned> gate(1, 0u);
+  auto held = gate.request(roam::data_access::read_write).get();
+  roam::hetero_task opener(increment, roam::launch_dims::linear(1), roam::inout(gate), 1);
+  opener.submit();        // waits for the release below
+  const int n = 1 << 16;  // large enough to go to the host backend's pool, not run inline
+  std::vector<roam::hetero_object<unsigned>> data;
+  std::vector<roam::hetero_task> tasks;
+  for (int i = 0; i < 16; ++i) {
+    data.emplace_back(n, 0u);
+    tasks.emplace_back(increment, roam::launch_dims::linear(n), roam::inout(data.back()), n);
+    tasks.back().add_dependency(opener).submit();
+  }
+  (void)held;
+  gate.release();
+  std::set<int> used;
+  for (auto& t : tasks) {
+    t.wait();
+    used.insert(t.device());
+  }
+  EXPECT_EQ(used.size(), std::min<std::size_t>(rt.devices().size(), 2));
+  for (auto& x : data) ASSERT_EQ(x.to_vector()[n - 1], 1u);
 }
 
 TEST(Scheduling, TheDefaultPrefersTheDeviceHoldingTheData) {

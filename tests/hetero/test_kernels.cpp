@@ -62,3 +62,12 @@ ROAM_KERNEL(record_ids, (roam_global unsigned* out, int width), {
   out[gy * (unsigned)width + gx] =
       (gx << 24) | (gy << 16) | (roam_group_id(0) << 8) | roam_local_id(1);
 })
+
+ROAM_KERNEL(record_ids_3d, (roam_global unsigned* out, int nx, int ny), {
+  const unsigned x = roam_global_id(0);
+  const unsigned y = roam_global_id(1);
+  const unsigned z = roam_global_id(2);
+  out[(z * (unsigned)ny + y) * (unsigned)nx + x] =
+      (x << 24) | (y << 16) | (z << 8) | (roam_local_id(2) << 6) | (roam_num_groups(0) << 4) |
+      (roam_num_groups(1) << 2) | roam_num_groups(2);
+})

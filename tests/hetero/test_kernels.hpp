@@ -19,3 +19,5 @@ ROAM_DECLARE_KERNEL(reverse_groups);
 ROAM_DECLARE_KERNEL(naive_dgemm);
 // out[i] = packed (global id x, global id y, group id x, local id y) for a 2-D launch
 ROAM_DECLARE_KERNEL(record_ids);
+// out[x, y, z] = packed (global ids x, y, z, local id z, group counts x, y, z) for a 3-D launch
+ROAM_DECLARE_KERNEL(record_ids_3d);

@@ -94,6 +94,18 @@ class hetero_object {
  public:
   /// An empty handle (no data).
   hetero_object() = default;
+  /// Another handle to the same data.
+  hetero_object(const hetero_object&) = default;
+  hetero_object& operator=(const hetero_object&) = default;
+  /// Takes the handle over; `other` is left empty (no data, size 0).
+  hetero_object(hetero_object&& other) noexcept
+      : state_(std::move(other.state_)), count_(std::exchange(other.count_, 0)) {}
+  hetero_object& operator=(hetero_object&& other) noexcept {
+    state_ = std::move(other.state_);
+    count_ = std::exchange(other.count_, 0);
+    return *this;
+  }
+  ~hetero_object() = default;
   /// `count` elements, value-initialized, valid on the host. Needs a live hetero_runtime.
   explicit hetero_object(std::size_t count) : hetero_object(count, T{}) {}
   hetero_object(std::size_t count, const T& value)
@@ -134,7 +146,11 @@ class hetero_object {
     return {raw.event(), [raw, n] { return host_view<T>(static_cast<T*>(raw.get()), n); }};
   }
   /// Ends this object's oldest held host access (requests end in the order they were made).
-  void release() { detail::release_host_access(*state_); }
+  /// Throws device_error when none is held, or on an empty handle.
+  void release() {
+    if (!state_) throw device_error("roam: release() on an empty hetero_object");
+    detail::release_host_access(*state_);
+  }
 
   /// The data as a vector: request(read), copy, release. Blocks the calling thread.
   [[nodiscard]] std::vector<T> to_vector() {
@@ -218,10 +234,13 @@ class hetero_object {
   /// The MSI state of this object's copy on a device (by index into hetero_runtime::devices()).
   /// A device that computes on host memory reports the host's state. A snapshot: tasks in flight
   /// may change it at any moment.
+  /// An empty handle has no copy anywhere: Invalid.
   [[nodiscard]] coherence state_on(int device) const noexcept {
-    return detail::copy_state(*state_, device);
+    return state_ ? detail::copy_state(*state_, device) : coherence::invalid;
   }
-  [[nodiscard]] coherence state_on_host() const noexcept { return detail::host_state(*state_); }
+  [[nodiscard]] coherence state_on_host() const noexcept {
+    return state_ ? detail::host_state(*state_) : coherence::invalid;
+  }
 
  private:
   template <class U>

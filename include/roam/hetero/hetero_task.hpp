@@ -76,8 +76,10 @@ class hetero_task {
     detail::set_implicit_dependencies(*state_, enabled);
     return *this;
   }
-  /// This task starts only after `other` finished. Before submit() only; `other` may be
-  /// submitted, running or finished (it must be submitted at some point, or this one never runs).
+  /// This task starts only after `other` finished. Before submit() only. `other` must be
+  /// submitted before this task is (it may be running or finished by then): submit() throws
+  /// device_error otherwise, since a dependency never submitted would leave this task waiting
+  /// for ever (and submitting in order rules out two tasks waiting for each other).
   hetero_task& add_dependency(const hetero_task& other) {
     detail::add_task_dependency(*state_, other.state_);
     return *this;
