@@ -376,15 +376,6 @@ void hetero_engine::submit(const std::shared_ptr<hetero_task_state>& task) {
           "roam: the hetero_runtime has ended; no task, host request or range copy may start "
           "after it (objects outliving it may only be dropped)");
     }
-    // A dependency still being built could be submitted later or never: waiting for it could
-    // hang for ever (and two tasks could wait for each other). Submitting in order rules both out.
-    for (const auto& d : task->dependencies) {
-      if (d && d->phase == task_phase::building) {
-        throw device_error(
-            "roam: hetero_task::submit(): a task named by add_dependency() was not submitted "
-            "yet; submit it first");
-      }
-    }
     // From here on the task is being registered with its objects and dependencies: a failure
     // part-way would leave it half-registered, never to run, with every later task on those
     // objects waiting behind it.
@@ -395,6 +386,11 @@ void hetero_engine::submit(const std::shared_ptr<hetero_task_state>& task) {
     }
   }
   post([] {});
+}
+
+bool hetero_engine::submitted(const hetero_task_state& task) const {
+  std::lock_guard lock(mutex_);
+  return task.phase != task_phase::building;
 }
 
 void hetero_engine::register_task(const std::shared_ptr<hetero_task_state>& task) {

@@ -237,6 +237,14 @@ void set_implicit_dependencies(hetero_task_state& task, bool enabled) {
 
 void add_task_dependency(hetero_task_state& task, const std::shared_ptr<hetero_task_state>& on) {
   check_building(task, "add_dependency");
+  // A dependency not yet submitted might never be, leaving `task` waiting for ever, and two
+  // tasks naming each other would wait for each other (and keep each other alive): requiring
+  // it submitted first rules both out.
+  if (!on || !on->engine->submitted(*on)) {
+    throw device_error(
+        "roam: hetero_task::add_dependency(other): submit `other` first (a task may only wait "
+        "for one already submitted)");
+  }
   task.dependencies.push_back(on);
 }
 

@@ -76,8 +76,8 @@ class hetero_task {
     detail::set_implicit_dependencies(*state_, enabled);
     return *this;
   }
-  /// This task starts only after `other` finished. Before submit() only. `other` must be
-  /// submitted before this task is (it may be running or finished by then): submit() throws
+  /// This task starts only after `other` finished. Before this task's submit() only, and
+  /// `other` must have been submitted already (it may be running or finished): throws
   /// device_error otherwise, since a dependency never submitted would leave this task waiting
   /// for ever (and submitting in order rules out two tasks waiting for each other).
   hetero_task& add_dependency(const hetero_task& other) {
