@@ -198,7 +198,7 @@ class host_device final : public device {
   /// (10-30 microseconds where cores are shared) costs more than they do. The issuing thread is
   /// busy for as long as they take, which stays short for copies; a kernel that does much work
   /// per item should be launched over more items (or on a device of its own).
-  static constexpr std::size_t small_copy_bytes = 64 * 1024;
+  static constexpr std::size_t small_copy_bytes = std::size_t{64} * 1024;
   static constexpr std::size_t small_launch_items = 4096;
   [[nodiscard]] static bool is_small_copy(std::size_t bytes) noexcept {
     return bytes <= small_copy_bytes;
