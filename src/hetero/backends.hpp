@@ -3,6 +3,7 @@
 // compiled only when their toolkits are found).
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "roam/hetero/device.hpp"
@@ -38,6 +39,13 @@ void cap_host_device_memory(std::size_t bytes) noexcept;
 /// hetero_task's submit() with the task's arguments, so the mistake surfaces where it was made.
 void check_launch(const kernel& k, const launch_dims& dims,
                   std::span<const kernel_argument> arguments);
+/// Why `device` cannot run a launch of `dims` with `local_bytes` of dynamic local memory (a
+/// group larger than it takes, more local memory than it has), or empty when it can. Every
+/// backend's launch() throws it; the engine places tasks only on devices where it is empty.
+[[nodiscard]] std::string beyond_device_limits(const device_info& device, const launch_dims& dims,
+                                               std::size_t local_bytes);
+void check_device_limits(const device_info& device, const kernel& k, const launch_dims& dims,
+                         std::size_t local_bytes);
 
 /// Page-aligned host memory (whole pages, as DMA engines and vector loads like them).
 void* allocate_page_aligned(std::size_t bytes);

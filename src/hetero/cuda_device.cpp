@@ -117,6 +117,7 @@ class cuda_device final : public device {
                       std::span<const kernel_argument> arguments, std::size_t local_bytes,
                       std::span<const device_event> after) override {
     check_launch(k, dims, arguments);
+    check_device_limits(info(), k, dims, local_bytes);
     if (k.cuda_function == nullptr) {
       throw device_error(std::string("roam: kernel '") + (k.name ? k.name : "?") +
                          "' has no CUDA form (compile the file that defines it with nvcc)");
@@ -223,6 +224,9 @@ std::vector<std::unique_ptr<device>> discover_cuda_devices(
     info.name = properties.name;
     info.memory_bytes = capped_memory(properties.totalGlobalMem, options.memory_limit);
     info.compute_units = static_cast<unsigned>(properties.multiProcessorCount);
+    info.max_group_items = static_cast<std::size_t>(properties.maxThreadsPerBlock);
+    // Without cudaFuncSetAttribute, a launch may ask for this much dynamic shared memory.
+    info.max_local_bytes = properties.sharedMemPerBlock;
     devices.push_back(std::make_unique<cuda_device>(std::move(info), ordinal,
                                                     std::max(1u, options.compute_queues)));
   }

@@ -161,6 +161,27 @@ bool matches(const kernel_parameter& p, const kernel_argument& a) {
 }
 }  // namespace
 
+std::string beyond_device_limits(const device_info& device, const launch_dims& dims,
+                                 std::size_t local_bytes) {
+  if (device.max_group_items != 0 && dims.local_count() > device.max_group_items) {
+    return "work-groups of " + std::to_string(dims.local_count()) + " items; " + device.name +
+           " takes at most " + std::to_string(device.max_group_items);
+  }
+  if (device.max_local_bytes != 0 && local_bytes > device.max_local_bytes) {
+    return std::to_string(local_bytes) + " bytes of local memory per group; " + device.name +
+           " has " + std::to_string(device.max_local_bytes);
+  }
+  return {};
+}
+
+void check_device_limits(const device_info& device, const kernel& k, const launch_dims& dims,
+                         std::size_t local_bytes) {
+  if (auto beyond = beyond_device_limits(device, dims, local_bytes); !beyond.empty()) {
+    throw device_error("roam: kernel '" + std::string(k.name != nullptr ? k.name : "?") +
+                       "' asks for " + beyond);
+  }
+}
+
 void check_launch(const kernel& k, const launch_dims& dims,
                   std::span<const kernel_argument> arguments) {
   const std::string name = k.name != nullptr ? k.name : "?";

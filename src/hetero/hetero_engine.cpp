@@ -2,6 +2,7 @@
 #include "hetero_engine.hpp"
 
 #include "../common/thread_name.hpp"
+#include "backends.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -107,6 +108,19 @@ bool has_form(const kernel& k, backend b) {
       return k.cuda_function != nullptr;
   }
   return false;
+}
+
+/// What the devices' limits left out, for the error of a task no device can run.
+std::string limits_note(const hetero_task_state& task,
+                        const std::vector<std::unique_ptr<device>>& devices) {
+  std::string note;
+  for (const auto& d : devices) {
+    if (auto beyond = beyond_device_limits(d->info(), task.dims, task.local_bytes);
+        !beyond.empty()) {
+      note += (note.empty() ? "; or it asks for " : "; and ") + beyond;
+    }
+  }
+  return note;
 }
 
 }  // namespace
@@ -490,7 +504,8 @@ void hetero_engine::make_runnable(const std::shared_ptr<hetero_task_state>& task
                                    : std::string()) +
              (task->target_device >= 0 ? ", device " + std::to_string(task->target_device)
                                        : std::string()) +
-             "; the devices in use lack that type or the kernel's form for their backend)")));
+             "; the devices in use lack that type or the kernel's form for their backend" +
+             limits_note(*task, devices_) + ")")));
     return;
   }
   runnable_[task->id] = task;
@@ -505,6 +520,7 @@ std::vector<int> hetero_engine::eligible_devices(const hetero_task_state& task) 
     if (task.target_backend && info.backend != *task.target_backend) continue;
     if (task.target != device_type::any && info.type != task.target) continue;
     if (!has_form(*task.function, info.backend)) continue;
+    if (!beyond_device_limits(info, task.dims, task.local_bytes).empty()) continue;
     eligible.push_back(info.index);
   }
   return eligible;

@@ -189,6 +189,7 @@ class opencl_device final : public device {
                       std::span<const kernel_argument> arguments, std::size_t local_bytes,
                       std::span<const device_event> after) override {
     check_launch(k, dims, arguments);
+    check_device_limits(info(), k, dims, local_bytes);
     if (k.opencl_parameters == nullptr && local_bytes != 0) {
       throw device_error(std::string("roam: kernel '") + (k.name ? k.name : "?") +
                          "' is a complete OpenCL source, which has no parameter for dynamic "
@@ -360,6 +361,8 @@ std::vector<std::unique_ptr<device>> discover_opencl_devices(
       info.memory_bytes = capped_memory(device_query<cl_ulong>(id, CL_DEVICE_GLOBAL_MEM_SIZE),
                                         options.memory_limit);
       info.compute_units = device_query<cl_uint>(id, CL_DEVICE_MAX_COMPUTE_UNITS);
+      info.max_group_items = device_query<std::size_t>(id, CL_DEVICE_MAX_WORK_GROUP_SIZE);
+      info.max_local_bytes = device_query<cl_ulong>(id, CL_DEVICE_LOCAL_MEM_SIZE);
       devices.push_back(std::make_unique<opencl_device>(std::move(info), id,
                                                         std::max(1u, options.compute_queues)));
     }

@@ -1560,6 +1560,61 @@ TEST(Scheduling, ATargetTypeLimitsTheDevices) {
   }
 }
 
+// A task goes only to a device whose limits its launch fits (work-group size, dynamic local
+// memory); when none does, it fails saying which limit. The device API checks the same.
+TEST(Scheduling, ATaskGoesOnlyWhereItsGroupsFit) {
+  roam::hetero_runtime rt(test_options());
+  const std::uint32_t group = 8192;  // beyond OpenCL's usual 1024-4096 and CUDA's 1024
+  roam::launch_dims dims;
+  dims.local = {group, 1, 1};
+  int fits = -1;
+  for (auto* d : rt.devices()) {
+    const auto limit = d->info().max_group_items;
+    if (limit == 0 || limit >= group) {
+      if (fits < 0) fits = d->info().index;
+      continue;
+    }
+    auto buffer = d->allocate(group * sizeof(unsigned));
+    const roam::kernel_argument arguments[] = {roam::kernel_argument::of_buffer(buffer),
+                                               roam::kernel_argument::of_value(int{group})};
+    expect_rejected(
+        [&] { (void)d->launch(roam::device_queue::compute(0), increment, dims, arguments, 0, {}); },
+        {"'increment' asks for work-groups of 8192 items", "takes at most"});
+    d->release(buffer);
+  }
+  roam::hetero_object<unsigned> x(group, 1u);
+  roam::hetero_task t(increment, dims, roam::inout(x), int{group});
+  t.submit();
+  if (fits >= 0) {
+    t.wait();
+    const auto limit = rt.devices()[t.device()]->info().max_group_items;
+    EXPECT_TRUE(limit == 0 || limit >= group) << limit;
+    EXPECT_EQ(x.to_vector(), std::vector<unsigned>(group, 2u));
+  } else {
+    expect_rejected([&] { t.wait(); }, {"no device can run kernel 'increment'", "takes at most"});
+  }
+  // Dynamic local memory beyond every limited device's: only unlimited devices are eligible.
+  std::size_t most_local = 0;
+  bool some_unlimited = false;
+  for (auto* d : rt.devices()) {
+    most_local = std::max(most_local, d->info().max_local_bytes);
+    some_unlimited = some_unlimited || d->info().max_local_bytes == 0;
+  }
+  if (most_local > 0) {
+    roam::hetero_object<unsigned> sums(4, 0u);
+    roam::hetero_object<unsigned> y(256, 1u);
+    roam::hetero_task big_local(group_sums, roam::launch_dims::linear(256, 64), roam::in(y),
+                                roam::out(sums), 256);
+    big_local.local_memory(most_local + 1).submit();
+    if (some_unlimited) {
+      big_local.wait();
+      EXPECT_EQ(rt.devices()[big_local.device()]->info().max_local_bytes, 0u);
+    } else {
+      expect_rejected([&] { big_local.wait(); }, {"bytes of local memory per group"});
+    }
+  }
+}
+
 // Tasks that become runnable together and cost the same to move spread over the devices: the
 // default scheduler fills a device's queues (device_depth) and then uses the next.
 TEST(Scheduling, TheDefaultSpreadsReadyTasksOverTheDevices) {

@@ -60,6 +60,10 @@ struct device_info {
   std::string name;
   std::size_t memory_bytes = 0;
   unsigned compute_units = 0;
+  /// The most work-items one work-group may have (0: no limit, the host backend).
+  std::size_t max_group_items = 0;
+  /// The most dynamic local memory a work-group may have, in bytes (0: no limit).
+  std::size_t max_local_bytes = 0;
   /// True when the device computes directly on host memory (the host backend): its data needs
   /// no copies and shares the host's coherence state.
   bool shares_host_memory = false;
