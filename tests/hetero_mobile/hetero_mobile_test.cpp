@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -126,6 +127,61 @@ TEST(HeteroMobileObjects, MigrationWaitsForTheObjectsTasksAndCarriesTheirResults
     roam::migrate(block, roam::this_node()).get();
     EXPECT_EQ(block.call<&device_block::total>().get(), 15u * n);
     roam::destroy(block).get();
+    roam::barrier();
+  });
+}
+
+namespace {
+
+// The migration test's gate: a host request held on it keeps the tasks behind it waiting.
+std::optional<roam::hetero_object<unsigned>> migration_gate;  // per process
+
+// A mobile object whose handler leaves behind a task that opted out of implicit ordering: a
+// read request for packing would not wait for it, so migration must wait for every task on
+// the object (tasks_done), or it would carry the data without that task's write.
+struct gated_block {
+  roam::hetero_object<unsigned> cells;
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(cells);
+  }
+  gated_block() = default;
+  explicit gated_block(std::size_t n) : cells(n, 1u) {}
+
+  void arm() {
+    migration_gate.emplace(16, 0u);
+    (void)migration_gate->request(roam::data_access::read_write).get();  // held
+    roam::hetero_task opener(increment, roam::launch_dims::linear(16), roam::inout(*migration_gate),
+                             16);
+    opener.submit();
+    const int n = static_cast<int>(cells.size());
+    roam::hetero_task late(increment, roam::launch_dims::linear(cells.size()), roam::inout(cells),
+                           n);
+    late.implicit_dependencies(false).add_dependency(opener).submit();
+  }
+  std::uint64_t total() { return sum_of(cells.to_vector()); }
+};
+
+void open_migration_gate() { migration_gate->release(); }
+
+}  // namespace
+
+TEST(HeteroMobileObjects, MigrationWaitsForTasksThatOptedOutOfOrdering) {
+  run_everywhere([] {
+    if (roam::this_node() == 0) {
+      constexpr std::size_t n = 1024;
+      auto block = roam::make_mobile<gated_block>(n);
+      block.call<&gated_block::arm>().get();
+      auto moved = roam::migrate(block, next_node());
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      EXPECT_FALSE(moved.ready()) << "packed while a task on the object was still waiting";
+      roam::call(roam::this_node(), &open_migration_gate).get();
+      moved.get();
+      EXPECT_EQ(roam::locate(block).get(), next_node());
+      EXPECT_EQ(block.call<&gated_block::total>().get(), 2u * n);
+      roam::destroy(block).get();
+      migration_gate.reset();
+    }
     roam::barrier();
   });
 }
