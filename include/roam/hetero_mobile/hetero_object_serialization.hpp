@@ -38,12 +38,20 @@ void save(Archive& ar, const hetero_object<T>& object) {
   ar(present);
   if (!present) return;
   hetero_object<T> handle = object;  // request() and release() are not const
-  // Every task submitted on the object ends first, and only then is the read requested: a task
-  // that opted out of implicit ordering is not a writer the request would wait for, and a view
-  // granted before it ran would show the host's copy without its write (the copy to the host
-  // is made when the request is placed).
-  handle.tasks_done().wait();
-  const hetero_future<host_view<T>> requested = handle.request(data_access::read);
+  // Both waits run at once: the tasks' end is taken before the request joins the object's users
+  // (it would otherwise wait for itself), and the request's copy to the host starts as soon as
+  // the last writer is done.
+  const hetero_future<void> settled = handle.tasks_done();
+  hetero_future<host_view<T>> requested = handle.request(data_access::read);
+  settled.wait();
+  requested.wait();
+  if (handle.state_on_host() == coherence::invalid) {
+    // A task that opted out of implicit ordering (no writer the request waited for) wrote the
+    // object on a device after the read was granted: the view shows the host's copy without
+    // that write. Every task has ended now, so a second request sees the newest copy.
+    handle.release();
+    requested = handle.request(data_access::read);
+  }
   const detail::held_host_view<T> held(handle, requested);
   const host_view<T>& view = held.view();
   ar(cereal::make_size_tag(static_cast<std::uint64_t>(view.size())));
