@@ -153,8 +153,9 @@ std::string describe(const kernel_argument& a) {
 bool matches(const kernel_parameter& p, const kernel_argument& a) {
   if (p.what == kernel_parameter::kind::pointer) {
     // A kernel may view memory as bytes (char*) or untyped; otherwise the element sizes agree.
-    return a.is_buffer &&
-           (a.element_bytes == 0 || p.bytes <= 1 || a.element_bytes == std::size_t{p.bytes});
+    // An element may also be a whole number of the pointer's (a complex<double> or a struct
+    // of floats viewed as double* or float*, as interleaved data is written in C).
+    return a.is_buffer && (a.element_bytes == 0 || p.bytes <= 1 || a.element_bytes % p.bytes == 0);
   }
   return !a.is_buffer && a.scalar_bytes == p.bytes &&
          a.scalar_floating == (p.what == kernel_parameter::kind::floating);
@@ -184,18 +185,19 @@ void check_device_limits(const device_info& device, const kernel& k, const launc
 
 void check_launch(const kernel& k, const launch_dims& dims,
                   std::span<const kernel_argument> arguments) {
-  const std::string name = k.name != nullptr ? k.name : "?";
+  // (The name is made into a string only for an error: this runs on every launch.)
+  auto name = [&] { return std::string(k.name != nullptr ? k.name : "?"); };
   if (dims.group_count() == 0 || dims.local_count() == 0) {
-    throw device_error("roam: kernel '" + name + "' launched with a zero dimension");
+    throw device_error("roam: kernel '" + name() + "' launched with a zero dimension");
   }
   if (k.parameters == nullptr) return;  // filled by hand without its parameters
   if (arguments.size() != k.parameter_count) {
-    throw device_error("roam: kernel '" + name + "' takes " + std::to_string(k.parameter_count) +
+    throw device_error("roam: kernel '" + name() + "' takes " + std::to_string(k.parameter_count) +
                        " arguments; it was given " + std::to_string(arguments.size()));
   }
   for (std::size_t i = 0; i < arguments.size(); ++i) {
     if (!matches(k.parameters[i], arguments[i])) {
-      throw device_error("roam: kernel '" + name + "', argument " + std::to_string(i + 1) +
+      throw device_error("roam: kernel '" + name() + "', argument " + std::to_string(i + 1) +
                          ": the parameter is " + describe(k.parameters[i]) + "; it was given " +
                          describe(arguments[i]));
     }

@@ -114,12 +114,16 @@ bool has_form(const kernel& k, backend b) {
 std::string limits_note(const hetero_task_state& task,
                         const std::vector<std::unique_ptr<device>>& devices) {
   std::string note;
+  bool opencl = false;
   for (const auto& d : devices) {
     if (auto beyond = beyond_device_limits(d->info(), task.dims, task.local_bytes);
         !beyond.empty()) {
       note += (note.empty() ? "; or it asks for " : "; and ") + beyond;
     }
+    opencl = opencl || d->info().backend == backend::opencl;
   }
+  if (opencl && task.function->opencl_parameters == nullptr && task.local_bytes != 0)
+    note += "; a complete OpenCL source takes no dynamic local memory";
   return note;
 }
 
@@ -521,6 +525,10 @@ std::vector<int> hetero_engine::eligible_devices(const hetero_task_state& task) 
     if (task.target != device_type::any && info.type != task.target) continue;
     if (!has_form(*task.function, info.backend)) continue;
     if (!beyond_device_limits(info, task.dims, task.local_bytes).empty()) continue;
+    // A complete OpenCL source has no parameter for dynamic local memory.
+    if (info.backend == backend::opencl && task.function->opencl_parameters == nullptr &&
+        task.local_bytes != 0)
+      continue;
     eligible.push_back(info.index);
   }
   return eligible;
@@ -1287,7 +1295,13 @@ void hetero_engine::finish(std::shared_ptr<hetero_task_state> task,
   if (task->range) end_range(*task, failure);
   if (failure && task->function != nullptr) {
     ++statistics_.tasks_failed;
-    failed_.push_back(task);
+    // A program that only ever calls wait() never empties the list: the failures wait() saw
+    // go when it has doubled.
+    prune_when_doubled(failed_, failed_kept_, [](const failure_record& f) {
+      return f.seen->load(std::memory_order_acquire);
+    });
+    task->failure_seen = std::make_shared<std::atomic<bool>>(false);
+    failed_.push_back({failure, task->failure_seen});
   }
   task->phase = task_phase::complete;
   active_.erase(task->id);
@@ -1332,11 +1346,12 @@ void hetero_engine::wait_all() {
 std::pair<std::size_t, std::exception_ptr> hetero_engine::take_unseen_failures() {
   std::size_t unseen = 0;
   std::exception_ptr first;
-  for (const auto& task : failed_) {
-    if (task->failure_seen.load(std::memory_order_acquire)) continue;
-    if (unseen++ == 0) first = device_event(task->finished).error();
+  for (const auto& f : failed_) {
+    if (f.seen->load(std::memory_order_acquire)) continue;
+    if (unseen++ == 0) first = f.failure;
   }
   failed_.clear();
+  failed_kept_ = 0;
   return {unseen, first};
 }
 

@@ -134,7 +134,9 @@ struct hetero_task_state {
   task_phase phase = task_phase::building;
   std::uint64_t id = 0;
   std::atomic<int> device{-1};
-  std::atomic<bool> failure_seen{false};  ///< a wait() rethrew the task's failure
+  /// Set when the task fails (before `finished` completes); a wait() that rethrew the failure
+  /// sets the flag, which the engine's record of the failure shares.
+  std::shared_ptr<std::atomic<bool>> failure_seen;
   bool pinned = false;
   std::shared_ptr<device_event_state> finished = make_pooled<device_event_state>();
   std::shared_ptr<device_event_state> granted;  ///< host requests: the view is ready
@@ -343,8 +345,14 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   hetero_statistics statistics_;
   /// Kernel tasks that failed since the last wait_all(), with their failure, for wait_all() to
   /// report the first one no wait() saw (a task whose handle was dropped, say).
-  /// (Held, not weak: a wait() may see the failure and the handle be dropped before that.)
-  std::vector<std::shared_ptr<hetero_task_state>> failed_;
+  /// (A record, not the task: the task's handle may be dropped without a wait(), and a kept task
+  /// would keep the engine alive through its reference.)
+  struct failure_record {
+    std::exception_ptr failure;
+    std::shared_ptr<std::atomic<bool>> seen;
+  };
+  std::vector<failure_record> failed_;
+  std::size_t failed_kept_ = 0;  ///< failed_'s size after its last pruning
 
   std::mutex inbox_mutex_;
   std::condition_variable inbox_ready_;

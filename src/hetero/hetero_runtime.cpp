@@ -263,7 +263,9 @@ void wait_task(hetero_task_state& task) {
   try {
     device_event(task.finished).wait();  // through the wait hook: a handler's fiber suspends
   } catch (...) {
-    task.failure_seen.store(true, std::memory_order_release);  // wait_all() need not report it
+    // wait_all() need not report it. (A wait_all() on another thread that looks before this
+    // store may report it too: the failure is then reported twice, never lost.)
+    if (task.failure_seen) task.failure_seen->store(true, std::memory_order_release);
     throw;
   }
 }

@@ -110,9 +110,8 @@ class host_device final : public device {
     }
     auto run = std::make_shared<launch_run>(k.host, dims, arguments, local_bytes);
     const bool small = dims.group_count() * dims.local_count() <= small_launch_items;
-    const auto strips = small ? 1u
-                              : static_cast<unsigned>(std::min<std::size_t>(
-                                    dims.group_count(), std::max<std::size_t>(workers_.size(), 1)));
+    const auto strips = static_cast<unsigned>(
+        std::min<std::size_t>(dims.group_count(), std::max<std::size_t>(workers_.size(), 1)));
     // The launch completes when its last group finishes; issue() must not complete it. The
     // thread that starts the launch runs one strip itself: handing it to another thread would
     // cost a wake-up per launch, and a small kernel would pay it alone.
@@ -195,11 +194,12 @@ class host_device final : public device {
 
   /// Copies of up to small_copy_bytes and launches of up to small_launch_items work-items run on
   /// the thread that issues them when nothing they wait for is pending: waking a pool thread
-  /// (10-30 microseconds where cores are shared) costs more than they do. The issuing thread is
-  /// busy for as long as they take, which stays short for copies; a kernel that does much work
-  /// per item should be launched over more items (or on a device of its own).
+  /// (10-30 microseconds where cores are shared) costs more than they do. The issuing thread
+  /// (often one draining the hetero engine, under its lock) is busy for as long as they take:
+  /// a copy's time is bounded by its size, but a kernel's is not by its item count, so only
+  /// launches small enough to be glue (a halo copy, a one-group reduction) qualify.
   static constexpr std::size_t small_copy_bytes = std::size_t{64} * 1024;
-  static constexpr std::size_t small_launch_items = 4096;
+  static constexpr std::size_t small_launch_items = 256;
   [[nodiscard]] static bool is_small_copy(std::size_t bytes) noexcept {
     return bytes <= small_copy_bytes;
   }

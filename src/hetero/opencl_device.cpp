@@ -216,8 +216,8 @@ class opencl_device final : public device {
                                                 argument.scalar.data());
         // (A hand-written source's parameters are not listed, so only OpenCL can check them.)
         if (set != CL_SUCCESS) {
-          check(set, (std::string("clSetKernelArg for kernel '") + k.name + "', argument " +
-                      std::to_string(index + 1))
+          check(set, (std::string("clSetKernelArg for kernel '") + (k.name ? k.name : "?") +
+                      "', argument " + std::to_string(index + 1))
                          .c_str());
         }
         ++index;

@@ -62,13 +62,14 @@ using host_kernel_function = void (*)(void* const* arguments, kernel_ids* ids, c
 struct kernel_parameter {
   enum class kind : std::uint8_t { pointer, integer, floating };
   kind what = kind::pointer;
-  std::uint8_t bytes = 0;  ///< the scalar's size, or the size of a pointer's elements
+  std::uint32_t bytes = 0;  ///< the scalar's size, or the size of a pointer's elements
 };
 
 /// One kernel in all its backend forms. Any form may be null when a kernel is given per backend;
 /// a device whose form is missing rejects the launch with a device_error naming the kernel.
-/// Lifetime: tasks and launches refer to the kernel, so it must outlive them (the macros make
-/// kernels with static storage; the OpenCL backend caches its program by the kernel's address).
+/// Lifetime: tasks and launches refer to the kernel, so it must outlive them, and its texts must
+/// not change while it exists (the macros make both static; the OpenCL backend caches the
+/// program by the kernel's address and the addresses of its texts).
 struct kernel {
   const char* name = nullptr;
   host_kernel_function host = nullptr;
@@ -161,12 +162,12 @@ constexpr kernel_parameter parameter_of() {
     if constexpr (std::is_void_v<element>) {
       return {kernel_parameter::kind::pointer, 0};
     } else {
-      return {kernel_parameter::kind::pointer, static_cast<std::uint8_t>(sizeof(element))};
+      return {kernel_parameter::kind::pointer, static_cast<std::uint32_t>(sizeof(element))};
     }
   } else if constexpr (std::is_floating_point_v<type>) {
-    return {kernel_parameter::kind::floating, static_cast<std::uint8_t>(sizeof(type))};
+    return {kernel_parameter::kind::floating, static_cast<std::uint32_t>(sizeof(type))};
   } else {
-    return {kernel_parameter::kind::integer, static_cast<std::uint8_t>(sizeof(type))};
+    return {kernel_parameter::kind::integer, static_cast<std::uint32_t>(sizeof(type))};
   }
 }
 
