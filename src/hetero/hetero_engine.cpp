@@ -1166,7 +1166,15 @@ hetero_future<void*> hetero_engine::request_host(const std::shared_ptr<hetero_ob
     std::lock_guard lock(mutex_);
     object->host_requests.push_back(task);
   }
-  submit(task);
+  try {
+    submit(task);
+  } catch (...) {
+    // Not submitted (the runtime has ended): a request left in the list would never end, and
+    // it and the object would hold each other for ever.
+    std::lock_guard lock(mutex_);
+    std::erase(object->host_requests, task);
+    throw;
+  }
   auto* host = object->host;
   return {device_event(task->granted), [host] { return host; }};
 }
