@@ -42,8 +42,8 @@ void check_launch(const kernel& k, const launch_dims& dims,
 /// Why `device` cannot run a launch of `dims` with `local_bytes` of dynamic local memory (a
 /// group larger than it takes, more local memory than it has), or empty when it can. Every
 /// backend's launch() throws it; the engine places tasks only on devices where it is empty.
-[[nodiscard]] std::string beyond_device_limits(const device_info& device, const launch_dims& dims,
-                                               std::size_t local_bytes);
+[[nodiscard]] std::string beyond_device_limits(const device_info& device, const kernel& k,
+                                               const launch_dims& dims, std::size_t local_bytes);
 void check_device_limits(const device_info& device, const kernel& k, const launch_dims& dims,
                          std::size_t local_bytes);
 

@@ -162,8 +162,12 @@ bool matches(const kernel_parameter& p, const kernel_argument& a) {
 }
 }  // namespace
 
-std::string beyond_device_limits(const device_info& device, const launch_dims& dims,
-                                 std::size_t local_bytes) {
+std::string beyond_device_limits(const device_info& device, const kernel& k,
+                                 const launch_dims& dims, std::size_t local_bytes) {
+  if (device.backend == backend::opencl && k.opencl_parameters == nullptr && local_bytes != 0) {
+    return "dynamic local memory, for which a complete OpenCL source has no parameter (declare "
+           "its __local arrays in the source instead)";
+  }
   if (device.max_group_items != 0 && dims.local_count() > device.max_group_items) {
     return "work-groups of " + std::to_string(dims.local_count()) + " items; " + device.name +
            " takes at most " + std::to_string(device.max_group_items);
@@ -177,7 +181,7 @@ std::string beyond_device_limits(const device_info& device, const launch_dims& d
 
 void check_device_limits(const device_info& device, const kernel& k, const launch_dims& dims,
                          std::size_t local_bytes) {
-  if (auto beyond = beyond_device_limits(device, dims, local_bytes); !beyond.empty()) {
+  if (auto beyond = beyond_device_limits(device, k, dims, local_bytes); !beyond.empty()) {
     throw device_error("roam: kernel '" + std::string(k.name != nullptr ? k.name : "?") +
                        "' asks for " + beyond);
   }

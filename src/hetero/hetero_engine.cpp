@@ -114,16 +114,12 @@ bool has_form(const kernel& k, backend b) {
 std::string limits_note(const hetero_task_state& task,
                         const std::vector<std::unique_ptr<device>>& devices) {
   std::string note;
-  bool opencl = false;
   for (const auto& d : devices) {
-    if (auto beyond = beyond_device_limits(d->info(), task.dims, task.local_bytes);
+    if (auto beyond = beyond_device_limits(d->info(), *task.function, task.dims, task.local_bytes);
         !beyond.empty()) {
       note += (note.empty() ? "; or it asks for " : "; and ") + beyond;
     }
-    opencl = opencl || d->info().backend == backend::opencl;
   }
-  if (opencl && task.function->opencl_parameters == nullptr && task.local_bytes != 0)
-    note += "; a complete OpenCL source takes no dynamic local memory";
   return note;
 }
 
@@ -524,11 +520,7 @@ std::vector<int> hetero_engine::eligible_devices(const hetero_task_state& task) 
     if (task.target_backend && info.backend != *task.target_backend) continue;
     if (task.target != device_type::any && info.type != task.target) continue;
     if (!has_form(*task.function, info.backend)) continue;
-    if (!beyond_device_limits(info, task.dims, task.local_bytes).empty()) continue;
-    // A complete OpenCL source has no parameter for dynamic local memory.
-    if (info.backend == backend::opencl && task.function->opencl_parameters == nullptr &&
-        task.local_bytes != 0)
-      continue;
+    if (!beyond_device_limits(info, *task.function, task.dims, task.local_bytes).empty()) continue;
     eligible.push_back(info.index);
   }
   return eligible;
@@ -1226,9 +1218,7 @@ void hetero_engine::shut_down() {
     end_held_requests();
   }
   post([] {});
-  std::unique_lock lock(mutex_);
-  all_done_.wait(lock, [&] { return open_tasks_ == 0 && burials_ == 0; });
-  if (auto [unseen, first] = take_unseen_failures(); unseen > 0) {
+  if (auto [unseen, first] = wait_for_tasks(); unseen > 0) {
     std::string what = "?";
     try {
       std::rethrow_exception(first);
@@ -1344,14 +1334,12 @@ void hetero_engine::fail(std::shared_ptr<hetero_task_state> task,
 }
 
 void hetero_engine::wait_all() {
-  std::unique_lock lock(mutex_);
-  all_done_.wait(lock, [&] { return open_tasks_ == 0 && burials_ == 0; });
-  auto [unseen, first] = take_unseen_failures();
-  lock.unlock();
-  if (unseen > 0) std::rethrow_exception(first);
+  if (auto [unseen, first] = wait_for_tasks(); unseen > 0) std::rethrow_exception(first);
 }
 
-std::pair<std::size_t, std::exception_ptr> hetero_engine::take_unseen_failures() {
+std::pair<std::size_t, std::exception_ptr> hetero_engine::wait_for_tasks() {
+  std::unique_lock lock(mutex_);
+  all_done_.wait(lock, [&] { return open_tasks_ == 0 && burials_ == 0; });
   std::size_t unseen = 0;
   std::exception_ptr first;
   for (const auto& f : failed_) {

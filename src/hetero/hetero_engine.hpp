@@ -205,9 +205,9 @@ class hetero_engine : public std::enable_shared_from_this<hetero_engine> {
   [[nodiscard]] hetero_statistics statistics() const;
   /// Whether `task` was submitted (read under the lock: another thread may be submitting it).
   [[nodiscard]] bool submitted(const hetero_task_state& task) const;
-  /// How many kernel tasks failed since the last call with no wait() seeing it, and the first
-  /// one's failure; forgets them all. Under the lock.
-  std::pair<std::size_t, std::exception_ptr> take_unseen_failures();
+  /// Waits until no task is pending; then how many kernel tasks failed since the last call with
+  /// no wait() seeing it, and the first one's failure, forgetting them all.
+  std::pair<std::size_t, std::exception_ptr> wait_for_tasks();
   [[nodiscard]] bool default_implicit() const { return implicit_default_; }
 
  private:

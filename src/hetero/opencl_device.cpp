@@ -190,11 +190,6 @@ class opencl_device final : public device {
                       std::span<const device_event> after) override {
     check_launch(k, dims, arguments);
     check_device_limits(info(), k, dims, local_bytes);
-    if (k.opencl_parameters == nullptr && local_bytes != 0) {
-      throw device_error(std::string("roam: kernel '") + (k.name ? k.name : "?") +
-                         "' is a complete OpenCL source, which has no parameter for dynamic "
-                         "local memory; declare its __local arrays in the source instead");
-    }
     auto waits = wait_list(after);
     auto& entry = compiled(k);
     std::size_t global[3];
