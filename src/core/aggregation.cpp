@@ -4,6 +4,7 @@
 
 #include "node_runtime.hpp"
 #include "process_runtime.hpp"
+#include "scheduler.hpp"
 
 #include <roam/core/detail/aggregation.hpp>
 #include <roam/core/detail/handler_registry.hpp>
@@ -176,6 +177,11 @@ std::byte* put_record(std::byte* at, const void* record, std::size_t size, bool 
 thread_lanes* lanes_of_this_thread(node_runtime& n) {
   if (tl_lanes) return tl_lanes->node == &n ? tl_lanes : nullptr;
   if (n.process().settings().aggregate_bytes == 0) return nullptr;
+  // Only threads that flush when they run out of work aggregate: workers and the
+  // application thread. A service thread (the balancer's) or the communication thread
+  // has no idle moment the runtime sees, so a record it buffered could stay there while
+  // the job waits for it; its records ship at once.
+  if (current_worker() < 0 && !is_application_thread()) return nullptr;
   auto s = std::make_unique<thread_lanes>();
   s->node = &n;
   // The whole block (message object, header, records) takes the configured bytes, so

@@ -251,7 +251,13 @@ bool on_fiber() noexcept { return state().current != nullptr; }
 
 bool run_one_item_of_my_node() {
   node_runtime* n = current_node();
-  return n && n->sched().run_one(current_worker());
+  if (!n) return false;
+  const bool ran = n->sched().run_one(current_worker());
+  // The caller is a thread that cannot suspend (the application thread), lending itself
+  // for one item between its own steps: it is no worker that flushes when idle, so what
+  // the item aggregated leaves now, or it could wait in a buffer while the job waits for it.
+  flush_thread_lanes();
+  return ran;
 }
 
 void suspend(void (*park)(fiber*, void*), void* arg) {

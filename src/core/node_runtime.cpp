@@ -458,6 +458,9 @@ void wait(waitable& w) {
         glance = false;
         continue;
       }
+      // Out of work, like an idle worker: the handlers this thread ran may have aggregated
+      // records that the rest of the job waits for (even what this wait is for).
+      flush_thread_lanes();
     }
     // A waiter that runs no work leaves the network to an awake worker, which polls it
     // between handlers: polling beside it only takes a core from the handlers (a stream of
@@ -491,6 +494,9 @@ void wait(waitable& w) {
   }
   end_spin();
   w.waiters_.fetch_sub(1);
+  // The thread goes back to the application, which may not wait again for a long time:
+  // what the handlers it ran here aggregated leaves now.
+  if (run_work) flush_thread_lanes();
 }
 
 // ---- termination detection ----------------------------------------------------------------

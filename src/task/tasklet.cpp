@@ -1,5 +1,7 @@
 #include <roam/task/tasklet.hpp>
 
+#include <roam/core/detail/aggregation.hpp>
+
 #include "../core/fiber.hpp"
 #include "../core/node_runtime.hpp"
 
@@ -90,8 +92,10 @@ void join_tasklet(tasklet* t) {
       rounds = 0;
       continue;
     }
+    flush_thread_lanes();  // idle: what the items run here aggregated may be awaited
     back_off(rounds++);
   }
+  if (!on_fiber()) flush_thread_lanes();  // back to the application thread's own code
 }
 
 std::size_t default_grain(std::size_t iterations) noexcept {

@@ -12,6 +12,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -277,6 +280,71 @@ TEST(Channel, QuiescenceLeavesNothingInABuffer) {
     const long long nodes = roam::num_nodes();
     EXPECT_EQ(job_total(received), nodes * nodes + nodes * 51);
   });
+}
+
+// Stops the test binary with a message when `seconds` pass before it is dismissed: a hang
+// becomes a failure that says what hung, not a ctest timeout.
+class hang_watchdog {
+ public:
+  hang_watchdog(const char* what, std::chrono::seconds limit)
+      : thread_([this, what, limit] {
+          std::unique_lock lock(lock_);
+          if (!done_cv_.wait_for(lock, limit, [this] { return done_; })) {
+            std::fprintf(stderr, "hang: %s did not finish within %lld s\n", what,
+                         static_cast<long long>(limit.count()));
+            std::fflush(stderr);
+            std::abort();
+          }
+        }) {}
+  ~hang_watchdog() {
+    {
+      std::lock_guard guard(lock_);
+      done_ = true;
+    }
+    done_cv_.notify_all();
+    thread_.join();
+  }
+  hang_watchdog(const hang_watchdog&) = delete;
+  hang_watchdog& operator=(const hang_watchdog&) = delete;
+
+ private:
+  std::mutex lock_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+// Issue 25, defect 1: a record forwarded around the ring while node 0 waits for
+// quiescence and the other application threads wait in barrier() (lending themselves to
+// run handlers). A waiting application thread that ran the forwarding handler kept the
+// record in its buffer, so quiescence never came: 9 runs in 10 hung on 2 nodes.
+std::atomic<long> ring_hops[max_nodes];  // [node that ran the hop]
+void ring_hop(long left) {
+  ring_hops[roam::this_node()].fetch_add(1);
+  if (left > 0) {
+    static const auto next = roam::channel([](long l) { ring_hop(l); });
+    next((roam::this_node() + 1) % roam::num_nodes(), left - 1);
+  }
+}
+
+TEST(Channel, WaitingApplicationThreadsShipWhatTheirHandlersSent) {
+  constexpr long laps = 10;
+  hang_watchdog watchdog("50 ring runs with node 0 in wait_quiescence", std::chrono::seconds(120));
+  for (int repetition = 0; repetition < 50; ++repetition) {
+    for (auto& h : ring_hops) h = 0;
+    run_everywhere([] {
+      const roam::node_id me = roam::this_node(), n = roam::num_nodes();
+      static const auto start = roam::channel([](long l) { ring_hop(l); });
+      if (me == 0) {
+        start((me + 1) % n, laps * n);
+        roam::wait_quiescence();
+      }
+      roam::barrier();  // node 0 saw quiescence: every hop has run
+      const long total =
+          roam::allreduce(ring_hops[me].load(), [](long a, long b) { return a + b; });
+      EXPECT_EQ(total, laps * n + 1);
+    });
+  }
 }
 
 TEST(Channel, ArgumentsOfAnyTypeTravelIntact) {
