@@ -2,6 +2,7 @@
 // that unpacks them on the receiving node.
 #include "aggregation_lanes.hpp"
 
+#include "fiber.hpp"
 #include "node_runtime.hpp"
 #include "process_runtime.hpp"
 #include "scheduler.hpp"
@@ -90,6 +91,7 @@ void run_bundle(node_runtime& node, message_ptr& m) {
             std::to_string(h.source) + " to node " + std::to_string(h.dest) + " (this binary has " +
             std::to_string(handler_registry::size()) + " handlers)");
     if (e->batch) {
+      set_running_handler(g.handler);  // a stack overflow names it too
       // Errors name the channel's handler, not the bundle that carried it.
       try {
         e->batch(node, h.source, p, g.bytes, g.count, g.function);

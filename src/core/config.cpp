@@ -42,6 +42,30 @@ double parse_real(std::string_view text, const std::string& origin, double min, 
   return v;
 }
 
+// A size in bytes with an optional binary suffix: 262144, 256K, 256KiB, 1M, 1MiB, 1G.
+std::uint64_t parse_bytes(std::string_view text, const std::string& origin, std::uint64_t min,
+                          std::uint64_t max) {
+  std::uint64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  std::string_view suffix(end, static_cast<std::size_t>(text.data() + text.size() - end));
+  unsigned shift = 0;
+  if (suffix == "K" || suffix == "k" || suffix == "KiB")
+    shift = 10;
+  else if (suffix == "M" || suffix == "MiB")
+    shift = 20;
+  else if (suffix == "G" || suffix == "GiB")
+    shift = 30;
+  else if (!suffix.empty())
+    ec = std::errc::invalid_argument;
+  const bool fits = ec == std::errc{} && end != text.data() && (v << shift >> shift) == v;
+  v <<= shift;
+  if (!fits || v < min || v > max)
+    throw config_error("roam: invalid value '" + std::string(text) + "' for " + origin +
+                       ": expected a size in [" + std::to_string(min >> 10) + "K, " +
+                       std::to_string(max >> 20) + "M] (bytes, or with a K, M or G suffix)");
+  return v;
+}
+
 bool parse_bool(std::string_view text, const std::string& origin) {
   if (text == "1" || text == "on" || text == "true" || text == "yes") return true;
   if (text == "0" || text == "off" || text == "false" || text == "no") return false;
@@ -107,6 +131,13 @@ const std::vector<setting>& settings() {
        "a waiting application thread runs its node's work (default on)", true,
        [](config& c, std::string_view v, const std::string& o) {
          c.lend_app_thread = parse_bool(v, o);
+       }},
+      {"stack-size", "ROAM_STACK_SIZE", "16K..1024M",
+       "stack of each handler and tasklet (bytes, or K/M suffix); an overflow stops the job "
+       "naming the handler (default 128K)",
+       false,
+       [](config& c, std::string_view v, const std::string& o) {
+         c.stack_bytes = parse_bytes(v, o, std::uint64_t{16} << 10, std::uint64_t{1} << 30);
        }},
       {"pin", "ROAM_PIN", "on|off", "pin workers to cores with hwloc (default off)", true,
        [](config& c, std::string_view v, const std::string& o) { c.pin = parse_bool(v, o); }},

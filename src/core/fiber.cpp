@@ -11,7 +11,9 @@
 #include <boost/context/detail/fcontext.hpp>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <mutex>
 #include <vector>
 
@@ -28,6 +30,7 @@
 namespace roam::detail {
 
 namespace ctx = boost::context::detail;
+constexpr std::uint32_t no_handler = ~0u;
 
 struct fiber {
   ctx::fcontext_t context = nullptr;  // where it continues when switched to
@@ -37,6 +40,7 @@ struct fiber {
   work_item resume;           // queued on its node to resume it
   node_runtime* node = nullptr;
   fiber* next = nullptr;
+  std::uint32_t handler = no_handler;  // what runs on it, for a stack overflow's report
 #if ROAM_TSAN_FIBERS
   void* tsan = nullptr;
 #endif
@@ -106,9 +110,21 @@ thread_state::~thread_state() {
 
 void fiber_main(ctx::transfer_t t);
 
-fiber* create_fiber() {
+// The mapping of a fiber whose usable stack holds `usable` bytes: whole pages, and the
+// guard page below them.
+std::size_t mapping_bytes(std::size_t usable) noexcept {
   const std::size_t page = page_bytes();
-  const std::size_t bytes = ((stack_size.load() + page - 1) / page + 1) * page;  // + guard page
+  return ((usable + page - 1) / page + 1) * page;
+}
+
+// Work items that ask for a larger stack than the setting's (roam::spawn with
+// roam::stack_size): recognised by their execute function.
+std::atomic<void (*)(work_item*)> sized_execute{nullptr};
+std::atomic<std::size_t (*)(const work_item*)> sized_bytes{nullptr};
+
+fiber* create_fiber(std::size_t usable) {
+  const std::size_t page = page_bytes();
+  const std::size_t bytes = mapping_bytes(usable);
   void* map = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (map == MAP_FAILED) fatal("cannot map a " + std::to_string(bytes) + "-byte fiber stack");
@@ -124,26 +140,35 @@ fiber* create_fiber() {
   return f;
 }
 
+// A fiber of the configured stack size. Pooled fibers of another size (from a run with
+// another setting) are freed as they are met.
 fiber* take_idle() {
+  const std::size_t wanted = mapping_bytes(stack_size.load(std::memory_order_relaxed));
   thread_state& s = state();
-  if (!s.idle.empty()) {
+  while (!s.idle.empty()) {
     fiber* f = s.idle.back();
     s.idle.pop_back();
-    return f;
+    if (f->stack_bytes == wanted) return f;
+    destroy(f);
   }
   {
     auto& o = overflow();
     std::lock_guard guard(o.lock);
-    if (!o.fibers.empty()) {
+    while (!o.fibers.empty()) {
       fiber* f = o.fibers.back();
       o.fibers.pop_back();
-      return f;
+      if (f->stack_bytes == wanted) return f;
+      destroy(f);
     }
   }
-  return create_fiber();
+  return create_fiber(stack_size.load(std::memory_order_relaxed));
 }
 
 void give_back(fiber* f) {
+  if (f->stack_bytes != mapping_bytes(stack_size.load(std::memory_order_relaxed))) {
+    destroy(f);  // a larger stack asked for by one item: not kept for others
+    return;
+  }
   thread_state& s = state();
   if (s.idle.size() < thread_cache) {
     s.idle.push_back(f);
@@ -237,9 +262,17 @@ void run_item(work_item* w) {
     w->execute(w);
     return;
   }
-  fiber* f = take_idle();
+  fiber* f = nullptr;
+  if (w->execute == sized_execute.load(std::memory_order_relaxed)) {
+    const std::size_t bytes = sized_bytes.load(std::memory_order_relaxed)(w);
+    f = bytes > stack_size.load(std::memory_order_relaxed) ? create_fiber(bytes) : take_idle();
+  } else {
+    f = take_idle();
+  }
   f->item = w;
   f->node = current_node();
+  f->handler = w->execute == &node_runtime::execute ? static_cast<message*>(w)->header.handler
+                                                    : no_handler;
   switch_request* r = enter(f);
   if (r->done)
     give_back(f);
@@ -286,5 +319,41 @@ void resume_at(fiber* f, std::chrono::steady_clock::time_point deadline) {
 fiber*& next_waiter(fiber* f) noexcept { return f->next; }
 
 void set_fiber_stack_size(std::size_t bytes) noexcept { stack_size.store(bytes); }
+std::size_t fiber_stack_size() noexcept { return stack_size.load(std::memory_order_relaxed); }
+
+void register_sized_items(void (*execute)(work_item*),
+                          std::size_t (*bytes)(const work_item*)) noexcept {
+  sized_bytes.store(bytes);
+  sized_execute.store(execute);
+}
+
+void set_running_handler(std::uint32_t handler) noexcept {
+  if (fiber* f = state().current) f->handler = handler;
+}
+
+std::size_t stack_left() noexcept {
+  const fiber* f = state().current;
+  if (!f) return std::numeric_limits<std::size_t>::max();
+  const auto here = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+  const auto floor = reinterpret_cast<std::uintptr_t>(f->stack) + page_bytes();
+  return here > floor ? here - floor : 0;
+}
+
+bool fiber_overflow_at(const void* address, fiber_overflow& report) noexcept {
+  // Read straight from the thread-local: this runs in a signal handler on the faulting
+  // thread, which cannot have switched fibers since the fault.
+  const fiber* f = tl_state.current;
+  if (!f) return false;
+  const auto at = reinterpret_cast<std::uintptr_t>(address);
+  const auto guard = reinterpret_cast<std::uintptr_t>(f->stack);
+  const std::size_t page = page_bytes();
+  // The guard page, or just below it: a frame larger than a page can jump over it.
+  constexpr std::uintptr_t jump = 256 * 1024;
+  if (at >= guard + page || at + jump < guard) return false;
+  report.node = f->node ? f->node->id() : ~node_id{0};
+  report.handler = f->handler;
+  report.stack_bytes = f->stack_bytes - page;
+  return true;
+}
 
 }  // namespace roam::detail

@@ -14,9 +14,11 @@
 #pragma once
 
 #include <roam/transport/message.hpp>
+#include <roam/transport/node_id.hpp>
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 
 namespace roam::detail {
 
@@ -53,5 +55,29 @@ fiber*& next_waiter(fiber* f) noexcept;
 
 /// Stack size for fibers created from now on (the runtime sets it from its settings).
 void set_fiber_stack_size(std::size_t bytes) noexcept;
+std::size_t fiber_stack_size() noexcept;
+
+/// Items whose execute function is `execute` may ask for a larger stack: run_item gives
+/// them a fiber of `bytes(item)` bytes when that exceeds the setting (tasklets spawned with
+/// roam::stack_size). One kind of item can register.
+void register_sized_items(void (*execute)(work_item*),
+                          std::size_t (*bytes)(const work_item*)) noexcept;
+
+/// Names the handler now running on the calling fiber (a channel handler inside a bundle),
+/// for the report of a stack overflow. No-op off a fiber.
+void set_running_handler(std::uint32_t handler) noexcept;
+
+/// Bytes of stack left below the caller on its fiber (a large number off a fiber): inline
+/// runs of other work check it before they nest.
+std::size_t stack_left() noexcept;
+
+/// What a fault at `address` says about the calling thread's fiber, if it hit (or jumped
+/// past) the fiber's guard page. Async-signal-safe.
+struct fiber_overflow {
+  node_id node = 0;
+  std::uint32_t handler = ~0u;  ///< handler id, or ~0u: a tasklet or other work
+  std::size_t stack_bytes = 0;
+};
+bool fiber_overflow_at(const void* address, fiber_overflow& report) noexcept;
 
 }  // namespace roam::detail

@@ -1,11 +1,16 @@
 #include "process_runtime.hpp"
 
+#include "fiber.hpp"
+#include "stack_overflow.hpp"
+
 #include "../common/thread_name.hpp"
 #include "../transport/transports.hpp"
 
 #include <roam/core/detail/function_table.hpp>
 #include <roam/core/detail/handler_registry.hpp>
 #include <roam/core/runtime.hpp>
+
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -30,12 +35,31 @@ unsigned default_workers(const config& cfg, const transport& t, unsigned process
 
 void set_job_abort_hook(void (*hook)()) noexcept { abort_hook.store(hook); }
 
-void fatal(const std::string& what) noexcept {
-  static std::atomic<bool> dying{false};
-  if (dying.exchange(true)) {
-    // Another thread is already taking the job down; do not interleave messages.
-    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+namespace {
+
+std::atomic<bool> dying{false};
+
+// Another thread is already taking the job down; do not interleave messages.
+[[noreturn]] void wait_for_the_end() noexcept {
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+}  // namespace
+
+void fatal_from_signal(const char* line, std::size_t bytes) noexcept {
+  if (dying.exchange(true)) wait_for_the_end();
+  while (bytes > 0) {
+    const ssize_t written = ::write(STDERR_FILENO, line, bytes);
+    if (written <= 0) break;
+    line += written;
+    bytes -= static_cast<std::size_t>(written);
   }
+  if (auto hook = abort_hook.load()) hook();
+  std::_Exit(EXIT_FAILURE);
+}
+
+void fatal(const std::string& what) noexcept {
+  if (dying.exchange(true)) wait_for_the_end();
   node_runtime* n = current_node();
   if (n)
     std::fprintf(stderr, "roam: fatal error on node %u: %s\n", n->id(), what.c_str());
@@ -89,6 +113,7 @@ process_runtime::process_runtime(const config& cfg) : config_(cfg) {
   opt.spin = std::chrono::microseconds(cfg.spin_us);
   opt.poll = std::chrono::microseconds(cfg.poll_us);
   opt.pin = cfg.pin;
+  set_fiber_stack_size(cfg.stack_bytes);
   std::function<bool()> progress;
   if (transport_->needs_progress() && !cfg.comm_thread)
     progress = [t = transport_.get()] { return t->progress(); };
@@ -186,6 +211,7 @@ int run_spmd(const config& cfg, std::function<void()> body) {
   process.start();
 
   auto application = [&](node_runtime& n) {
+    report_stack_overflows_on_this_thread();
     bind_thread_to_node(&n);
     mark_application_thread(true);
     try {

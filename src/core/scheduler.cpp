@@ -4,6 +4,7 @@
 
 #include "fiber.hpp"
 #include "node_runtime.hpp"
+#include "stack_overflow.hpp"
 
 #include "../common/thread_name.hpp"
 
@@ -281,6 +282,7 @@ void scheduler::worker_main(unsigned index) {
   const int self = static_cast<int>(index);
   tl_worker = self;
   tl_random = 0x9e3779b9u * (index + 1) + 0x7f4a7c15u * (id_of(node_) + 1);
+  report_stack_overflows_on_this_thread();
   bind_thread_to_node(&node_);
   name_thread(pthread_self(), "roam-w", static_cast<int>(id_of(node_)), static_cast<int>(index));
   if (opt_.pin) pin_current_thread(opt_.pin_offset + index);

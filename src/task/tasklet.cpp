@@ -28,6 +28,23 @@ void run_tasklet(work_item* w) {
   complete(t);
 }
 
+// The same for a tasklet that asked for a larger stack: run_item gives it a fiber of its
+// size, recognising it by this function.
+void run_sized_tasklet(work_item* w) { run_tasklet(w); }
+const bool sized_registered = (register_sized_items(&run_sized_tasklet,
+                                                    [](const work_item* w) {
+                                                      return static_cast<const tasklet*>(w)
+                                                          ->stack_bytes;
+                                                    }),
+                               true);
+
+// Whether the calling thread may run `t` on its own stack now: not a tasklet that needs a
+// larger stack, and only while more than half of the caller's stack is left, so that
+// nested inline runs cannot overflow it (a tasklet run inline gets at least that half).
+bool may_run_inline(const tasklet* t) noexcept {
+  return t->execute == &run_tasklet && stack_left() > fiber_stack_size() / 2;
+}
+
 // On the thread's own stack once the joining fiber is saved.
 void park_join(fiber* f, void* arg) {
   auto* t = static_cast<tasklet*>(arg);
@@ -39,7 +56,8 @@ void park_join(fiber* f, void* arg) {
 }  // namespace
 
 void spawn_tasklet(tasklet* t) {
-  t->execute = &run_tasklet;
+  (void)sized_registered;
+  t->execute = t->stack_bytes > fiber_stack_size() ? &run_sized_tasklet : &run_tasklet;
   node_runtime* n = current_node();
   if (!n) throw usage_error("roam::spawn called from a thread that belongs to no node");
   if (work_stealing_deque* d = n->sched().own_deque()) {
@@ -47,7 +65,12 @@ void spawn_tasklet(tasklet* t) {
       n->sched().notify_new_work();
       return;
     }
-    run_tasklet(t);  // the deque is full: run it now, which is always correct
+    // The deque is full: run it now, which is always correct, if the stack allows;
+    // else any thread of the node runs it on a fiber of its own.
+    if (may_run_inline(t))
+      run_tasklet(t);
+    else
+      n->sched().push(t);
     return;
   }
   n->sched().push(t);  // a thread without a deque (communication thread)
@@ -71,20 +94,24 @@ void join_tasklet(tasklet* t) {
       // worker runs that work on fibers of its own.
       if (work_stealing_deque* d = s.own_deque())
         if (work_item* w = d->pop()) {
-          if (w == t) {
+          if (w == t && may_run_inline(t)) {
             w->execute(w);
             continue;
           }
-          if (!d->push(w)) w->execute(w);  // cannot happen: a slot was just freed
+          if (!d->push(w)) s.push(w);  // cannot happen: a slot was just freed
         }
       suspend(park_join, t);
       continue;
     }
     // The application thread cannot be suspended: it helps with its own tasklets, steals,
-    // then runs other work of its node.
+    // then runs other work of its node. Its tasklets run on its own (large) stack, except
+    // those that asked for a stack of their own.
     if (work_stealing_deque* d = s.own_deque())
       if (work_item* w = d->pop()) {
-        w->execute(w);
+        if (w->execute == &run_tasklet)
+          w->execute(w);
+        else
+          run_item(w);
         rounds = 0;
         continue;
       }

@@ -133,6 +133,61 @@ TEST_P(Tasklets, JoinSuspendsWhenTheTaskletWaits) {
             0);
 }
 
+// A path of `depth` tree nodes, each joining the tasklet of its child: `depth` nested joins.
+// Issue 25: every join ran inline on the joiner's stack, and ~220 of them overflowed the
+// 128 KiB handler stack (exit 139, no message). Inline joins now stop at half the stack.
+long chain(int depth) {
+  if (depth == 0) return 0;
+  auto child = roam::spawn([depth] { return chain(depth - 1); });
+  volatile char frame[256];  // a realistic frame per level, so the stack matters
+  frame[0] = 1;
+  return child.join() + frame[0];
+}
+
+// The guide's recursive fork-join on a deep tree, joined in reverse order of spawning.
+long reverse_joined_tree(int depth) {
+  if (depth == 0) return 1;
+  std::vector<roam::task<long>> kids;
+  kids.push_back(roam::spawn([depth] { return reverse_joined_tree(depth - 1); }));
+  if (depth % 64 == 0)  // a second, shallow child now and then
+    kids.push_back(roam::spawn([] { return reverse_joined_tree(1); }));
+  long total = 1;
+  for (auto k = kids.rbegin(); k != kids.rend(); ++k) total += k->join();
+  return total;
+}
+
+TEST_P(Tasklets, DeeplyNestedJoinsDoNotOverflowTheStack) {
+  ASSERT_EQ(roam::run(with_workers(GetParam()),
+                      [] {
+                        EXPECT_EQ(roam::call(0, [] { return chain(5000); }).get(), 5000);
+                        // 2000 levels, 31 of them (multiples of 64) with a 2-node extra child.
+                        EXPECT_EQ(roam::call(0, [] { return reverse_joined_tree(2000); }).get(),
+                                  2001 + 31 * 2);
+                      }),
+            0);
+}
+
+// A tasklet that recurses deeper than the configured stack asks for its own.
+[[gnu::noinline]] long recurse(long depth) {
+  volatile char pad[256];
+  pad[0] = static_cast<char>(depth);
+  if (depth == 0) return pad[0];
+  return recurse(depth - 1) + pad[0];
+}
+
+TEST_P(Tasklets, ATaskletMayAskForALargerStack) {
+  ASSERT_EQ(roam::run(with_workers(GetParam()),
+                      [] {
+                        const long got = roam::call(0, [] {
+                                           auto t = roam::spawn(roam::stack_size{4u << 20},
+                                                                [] { return recurse(3000); });
+                                           return t.join();
+                                         }).get();
+                        EXPECT_EQ(got, recurse(3000));
+                      }),
+            0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Workers, Tasklets, ::testing::Values(1u, 2u, 4u));
 
 TEST(TaskletWakeUp, ParkedWorkersAreWokenToStealFromAWaitingApplicationThread) {

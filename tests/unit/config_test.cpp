@@ -64,9 +64,30 @@ TEST(Config, InvalidValuesAreRejectedWithTheirName) {
   expect_error({"p", "--roam-nope"}, "unknown flag");
   expect_error({"p", "--roam-aggregate-growth", "3"}, "power of two");
   expect_error({"p", "--roam-aggregate-growth", "128"}, "[1, 64]");
+  expect_error({"p", "--roam-stack-size", "8K"}, "--roam-stack-size");
+  expect_error({"p", "--roam-stack-size", "2G"}, "[16K, 1024M]");
+  expect_error({"p", "--roam-stack-size", "12X"}, "K, M or G suffix");
+  expect_error({"p", "--roam-stack-size", "M"}, "--roam-stack-size");
   setenv("ROAM_SPIN_US", "soon", 1);
   expect_error({"p"}, "environment variable ROAM_SPIN_US");
   unsetenv("ROAM_SPIN_US");
+}
+
+TEST(Config, StackSizesTakeBinarySuffixes) {
+  auto stack_of = [](std::string value) {
+    argv_builder a({"p", "--roam-stack-size", std::move(value)});
+    char** argv = a.build();
+    return roam::config::from_args(a.argc, argv).stack_bytes;
+  };
+  EXPECT_EQ(roam::config{}.stack_bytes, 128u * 1024);
+  EXPECT_EQ(stack_of("262144"), 262144u);
+  EXPECT_EQ(stack_of("256K"), 256u * 1024);
+  EXPECT_EQ(stack_of("64KiB"), 64u * 1024);
+  EXPECT_EQ(stack_of("2M"), 2u << 20);
+  EXPECT_EQ(stack_of("1G"), 1u << 30);
+  setenv("ROAM_STACK_SIZE", "512K", 1);
+  EXPECT_EQ(roam::config::from_environment().stack_bytes, 512u * 1024);
+  unsetenv("ROAM_STACK_SIZE");
 }
 
 // The mpi transport's frame holds a full aggregation bundle (up to 64 KiB) or the inline
@@ -91,6 +112,7 @@ TEST(Config, HelpListsEveryFlagAndVariable) {
        {"--roam-transport", "ROAM_TRANSPORT", "--roam-nodes", "ROAM_NODES", "--roam-threads",
         "ROAM_THREADS", "--roam-comm-thread", "ROAM_COMM_THREAD", "--roam-inline-bytes",
         "--roam-pin", "--roam-spin-us", "--roam-poll-us", "--roam-lend-app-thread",
-        "--roam-aggregate-bytes", "--roam-aggregate-growth", "ROAM_AGGREGATE_GROWTH"})
+        "--roam-aggregate-bytes", "--roam-aggregate-growth", "ROAM_AGGREGATE_GROWTH",
+        "--roam-stack-size", "ROAM_STACK_SIZE"})
     EXPECT_NE(help.find(name), std::string::npos) << name;
 }

@@ -65,6 +65,22 @@ std::uint32_t id_of_channel_handler() {
   return roam::detail::id_of(ignoring_channel::entry);
 }
 
+// Recursion that the compiler cannot turn into a loop: each frame holds `pad` until the
+// deeper call returns. About 300 bytes a frame.
+[[gnu::noinline]] long recurse(long depth) {
+  volatile char pad[256];
+  pad[0] = static_cast<char>(depth);
+  if (depth == 0) return pad[0];
+  return recurse(depth - 1) + pad[0];
+}
+
+void overflowing_handler(long depth) { std::printf("%ld\n", recurse(depth)); }
+
+void overflowing_tasklet(long depth) {
+  auto t = roam::spawn([depth] { return recurse(depth); });
+  std::printf("%ld\n", t.join());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -132,6 +148,23 @@ int main(int argc, char** argv) {
             },
             p);
         f.get();
+      } else if (mode == "handler-overflow") {
+        roam::send(1, overflowing_handler, 1000000L);  // ~300 MB of frames
+      } else if (mode == "tasklet-overflow") {
+        roam::send(1, overflowing_tasklet, 1000000L);
+      } else if (mode == "deep-handler") {
+        // ~600 KB of frames: fits the stack of --roam-stack-size 4M, not the default.
+        roam::call(1, [](long depth) { return recurse(depth); }, 2000L).get();
+      } else if (mode == "deep-tasklet") {
+        // The same depth in a tasklet that asks for its own 4 MiB stack.
+        roam::call(
+            1,
+            [](long depth) {
+              return roam::spawn(roam::stack_size{4u << 20}, [depth] { return recurse(depth); })
+                  .join();
+            },
+            2000L)
+            .get();
       } else if (mode == "rank-dies") {
         // Node 0 waits in the barrier below while node 1 dies without any roam involvement.
       } else if (mode != "none") {

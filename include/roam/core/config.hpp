@@ -40,6 +40,11 @@ struct config {
   std::uint32_t aggregate_growth = 4;
   /// A waiting application thread runs its node's work (on), or only waits (off).
   bool lend_app_thread = true;
+  /// Stack of every handler and tasklet, in bytes (a multiple of the page size is used;
+  /// a guard page comes on top). A handler or tasklet that overflows it stops the job with
+  /// "roam: stack overflow in handler '<name>' on node N". roam::spawn takes a larger stack
+  /// for one tasklet (roam::stack_size).
+  std::uint64_t stack_bytes = std::uint64_t{128} * 1024;
   /// Pin workers to cores through hwloc.
   bool pin = false;
   /// How long an idle worker searches for work before it parks, in microseconds.

@@ -11,7 +11,9 @@
 //   second thread pool.
 // - join() never idles. Inside a handler or tasklet it runs the joined tasklet inline when
 //   that is the newest on its thread's deque (the common fork-join case, no context
-//   switch); otherwise the task is suspended and its worker runs other work (never
+//   switch) and more than half of the joiner's stack is left (so nested inline joins
+//   never overflow it: past that depth a join suspends and the tasklet gets a fiber and a
+//   whole stack of its own); otherwise the task is suspended and its worker runs other work (never
 //   unrelated tasklets on the joiner's stack, which could then wait for a roam::mutex the
 //   joiner holds, or nest without bound). The application thread, which cannot be
 //   suspended, runs its own tasklets, steals, and runs other work of its node.
@@ -44,6 +46,7 @@ struct tasklet : work_item {
   std::atomic<bool> finished{false};
   std::atomic<fiber*> joiner{nullptr};  // a suspended join waiting for it
   void (*body)(tasklet*) = nullptr;
+  std::size_t stack_bytes = 0;  // its own stack size (roam::stack_size); 0: the setting's
 };
 
 /// Queues `t` on the calling thread's deque (or runs it at once if the deque is full).
@@ -78,6 +81,14 @@ struct tasklet_impl final : tasklet_of<R> {
 };
 
 }  // namespace detail
+
+/// A larger stack for one tasklet: `roam::spawn(roam::stack_size{1 << 20}, f)` runs `f` on
+/// a stack of at least that many bytes (a request below the --roam-stack-size setting gets
+/// the setting). Such a tasklet always runs on a fiber of its own (never inline on its
+/// joiner's stack), created for it and freed after it.
+struct stack_size {
+  std::size_t bytes = 0;
+};
 
 /// The handle of a spawned tasklet; move-only. join() exactly once (the destructor joins a
 /// task that was not joined).
@@ -123,7 +134,7 @@ class task {
 
  private:
   template <class F>
-  friend auto spawn(F&& f);
+  friend auto spawn(stack_size stack, F&& f);
   explicit task(detail::tasklet_of<R>* t) noexcept : t_(t) {}
   void finish_quietly() noexcept {
     if (!t_) return;
@@ -133,11 +144,13 @@ class task {
   detail::tasklet_of<R>* t_ = nullptr;
 };
 
-/// Runs `f()` as a tasklet of the calling thread's node; returns its task.
+/// Runs `f()` as a tasklet of the calling thread's node, on a stack of at least
+/// `stack.bytes` bytes; returns its task.
 template <class F>
-auto spawn(F&& f) {
+auto spawn(stack_size stack, F&& f) {
   using R = std::invoke_result_t<std::decay_t<F>&>;
   auto* t = new detail::tasklet_impl<std::decay_t<F>, R>(std::forward<F>(f));
+  t->stack_bytes = stack.bytes;
   try {
     detail::spawn_tasklet(t);
   } catch (...) {
@@ -145,6 +158,12 @@ auto spawn(F&& f) {
     throw;
   }
   return task<R>(t);
+}
+
+/// Runs `f()` as a tasklet of the calling thread's node; returns its task.
+template <class F>
+auto spawn(F&& f) {
+  return spawn(stack_size{}, std::forward<F>(f));
 }
 
 /// Calls `body(i)` for every i in [begin, end) in parallel on the node's workers, splitting

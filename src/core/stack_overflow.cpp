@@ -1,0 +1,136 @@
+// Stack overflows of handlers and tasklets become a fatal error that names the handler.
+//
+// Every fiber stack has a guard page below it, so an overflow faults instead of
+// corrupting memory. The fault arrives as SIGSEGV (or SIGBUS) on the overflowing stack,
+// which has no room left: the handler runs on an alternate signal stack each thread that
+// runs fibers installs. It reports an overflow of a fiber's stack and stops the job; any
+// other fault goes on to the handler that was installed before (a sanitizer's, or the
+// default one that dumps core), as if roam had not been there.
+#include "stack_overflow.hpp"
+
+#include "fiber.hpp"
+#include "node_runtime.hpp"
+
+#include <roam/core/detail/handler_registry.hpp>
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+namespace roam::detail {
+namespace {
+
+struct sigaction previous_segv {};
+struct sigaction previous_bus {};
+
+// Appends to a fixed buffer without allocating (async-signal-safe).
+struct line_buffer {
+  char text[512];
+  std::size_t used = 0;
+  void add(const char* s, std::size_t n) noexcept {
+    n = std::min(n, sizeof text - used);
+    std::memcpy(text + used, s, n);
+    used += n;
+  }
+  void add(const char* s) noexcept { add(s, std::strlen(s)); }
+  void add(std::uint64_t v) noexcept {
+    char digits[24];
+    std::size_t n = 0;
+    do {
+      digits[n++] = static_cast<char>('0' + v % 10);
+      v /= 10;
+    } while (v);
+    while (n) add(&digits[--n], 1);
+  }
+};
+
+void pass_on(int signal, siginfo_t* info, void* context) noexcept {
+  const struct sigaction& previous = signal == SIGBUS ? previous_bus : previous_segv;
+  if ((previous.sa_flags & SA_SIGINFO) && previous.sa_sigaction) {
+    previous.sa_sigaction(signal, info, context);
+    return;
+  }
+  if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
+    previous.sa_handler(signal);
+    return;
+  }
+  // The default action: returning re-executes the faulting instruction, which faults
+  // again and now ends the process as it would have without roam.
+  ::signal(signal, SIG_DFL);
+}
+
+void on_fault(int signal, siginfo_t* info, void* context) {
+  fiber_overflow report;
+  if (!fiber_overflow_at(info->si_addr, report)) {
+    pass_on(signal, info, context);
+    return;
+  }
+  line_buffer line;
+  line.add("roam: stack overflow in ");
+  const handler_entry* e = report.handler == ~0u ? nullptr : handler_registry::find(report.handler);
+  if (e) {
+    line.add("handler '");
+    line.add(e->name.data(), e->name.size());
+    line.add("'");
+  } else {
+    line.add("a tasklet");
+  }
+  line.add(" on node ");
+  line.add(report.node);
+  line.add(" (stack ");
+  line.add(report.stack_bytes / 1024);
+  line.add(" KiB; raise with --roam-stack-size or ROAM_STACK_SIZE");
+  if (!e) line.add(", or spawn the tasklet with roam::stack_size");
+  line.add(")\n");
+  fatal_from_signal(line.text, line.used);
+}
+
+struct alternate_stack {
+  void* base = nullptr;
+  std::size_t bytes = 0;
+  alternate_stack() {
+    // The handler formats one line and calls the job's abort hook (MPI_Abort under mpi):
+    // 64 KiB holds that with a wide margin, where SIGSTKSZ may not.
+    bytes = std::max<std::size_t>(64 * 1024, static_cast<std::size_t>(SIGSTKSZ));
+    base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) {
+      base = nullptr;
+      return;  // no report of overflows on this thread; they still fault
+    }
+    stack_t s{};
+    s.ss_sp = base;
+    s.ss_size = bytes;
+    sigaltstack(&s, nullptr);
+  }
+  ~alternate_stack() {
+    if (!base) return;
+    stack_t off{};
+    off.ss_flags = SS_DISABLE;
+    sigaltstack(&off, nullptr);
+    munmap(base, bytes);
+  }
+  alternate_stack(const alternate_stack&) = delete;
+  alternate_stack& operator=(const alternate_stack&) = delete;
+};
+
+}  // namespace
+
+void report_stack_overflows_on_this_thread() {
+  static std::once_flag installed;
+  std::call_once(installed, [] {
+    struct sigaction action {};
+    action.sa_sigaction = on_fault;
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGSEGV, &action, &previous_segv);
+    sigaction(SIGBUS, &action, &previous_bus);
+  });
+  thread_local alternate_stack stack;
+  (void)stack;
+}
+
+}  // namespace roam::detail
