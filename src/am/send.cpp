@@ -1,4 +1,5 @@
 #include <roam/am/send.hpp>
+#include <roam/task/this_task.hpp>
 
 #include <cstdlib>
 
@@ -37,6 +38,15 @@ std::uint64_t next_event_id() noexcept {
 
 node_runtime& collective_node(const char* caller, node_id root) {
   node_runtime& n = require_node(caller);
+  // A handler (or tasklet) that waited for a collective would wait for every node's
+  // application thread, while its own node's may be waiting for this very handler (a
+  // barrier is quiescence's usual companion): the job hung without a word. The error
+  // becomes a fatal error naming the handler (node_runtime::execute).
+  if (this_task::is_suspendable())
+    throw usage_error(std::string("roam: ") + caller +
+                      " called from inside a handler or tasklet; collectives are called by "
+                      "every node's application thread (the body of roam::run), in the same "
+                      "order on every node");
   if (root >= size_of(n))
     throw usage_error(std::string("roam: ") + caller + ": root node " + std::to_string(root) +
                       " is out of range (the job has " + std::to_string(size_of(n)) + " nodes)");

@@ -74,6 +74,8 @@ std::uint32_t id_of_channel_handler() {
   return recurse(depth - 1) + pad[0];
 }
 
+void barrier_in_a_handler() { roam::barrier(); }
+
 void overflowing_handler(long depth) { std::printf("%ld\n", recurse(depth)); }
 
 void overflowing_tasklet(long depth) {
@@ -148,6 +150,10 @@ int main(int argc, char** argv) {
             },
             p);
         f.get();
+      } else if (mode == "barrier-in-handler") {
+        roam::send(1, barrier_in_a_handler);
+      } else if (mode == "allreduce-in-handler") {
+        roam::send(1, [] { (void)roam::allreduce(1, [](int a, int b) { return a + b; }); });
       } else if (mode == "handler-overflow") {
         roam::send(1, overflowing_handler, 1000000L);  // ~300 MB of frames
       } else if (mode == "tasklet-overflow") {
