@@ -3,6 +3,7 @@
 // With std::mutex a waiting handler blocks its worker; with roam::mutex it is suspended and
 // the worker runs other handlers. Both versions run the same workload in one program.
 //   ./run bench blocking [--json] [--handlers N] [--locking-percent P] [--hold-us U]
+#include "bench_options.hpp"
 #include "bench_report.hpp"
 
 #include <roam/roam.hpp>
@@ -42,10 +43,14 @@ void with_roam_mutex(bool locks) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool json = roam_bench::wants_json(argc, argv);
-  const long handlers = roam_bench::option(argc, argv, "--handlers", 4000);
-  const long percent = roam_bench::option(argc, argv, "--locking-percent", 10);
-  hold_us = static_cast<int>(roam_bench::option(argc, argv, "--hold-us", 200));
+  bool json = false;
+  long handlers = 4000, percent = 10;
+  roam_bench::options("blocking")
+      .flag("--json", json, "end with the results as one JSON line")
+      .add("--handlers", handlers, "handlers per measurement")
+      .add("--locking-percent", percent, "percentage of the handlers that take the lock")
+      .add("--hold-us", hold_us, "microseconds the lock is held")
+      .parse(argc, argv);
   roam::config cfg;
   cfg.transport = roam::transport_kind::inproc;
   cfg.nodes = 1;

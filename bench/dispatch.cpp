@@ -2,6 +2,7 @@
 // Each worker starts with a seed handler that sends batches of empty handlers to its own
 // node; the workers run them (stealing as they please) until all are done.
 //   ./run bench dispatch [--json] [--handlers N]
+#include "bench_options.hpp"
 #include "bench_report.hpp"
 #include "empty_handlers.hpp"
 
@@ -26,8 +27,12 @@ double handlers_per_second(unsigned workers, long handlers) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool json = roam_bench::wants_json(argc, argv);
-  const long handlers = roam_bench::option(argc, argv, "--handlers", 4000000);
+  bool json = false;
+  long handlers = 4000000;
+  roam_bench::options("dispatch")
+      .flag("--json", json, "end with the results as one JSON line")
+      .add("--handlers", handlers, "empty handlers per measurement")
+      .parse(argc, argv);
   std::vector<unsigned> workers = {1, 2};
   std::vector<double> rates;
   std::printf("%8s %18s %14s\n", "workers", "handlers_per_s", "ns_per_handler");

@@ -1,6 +1,7 @@
 // Fibonacci by naive recursion, one task per call above a small cutoff: the classic
 // fork-join overhead test. roam tasklets vs oneTBB parallel_invoke vs OpenMP tasks.
 //   ./run bench fib [--json] [--n 30] [--cutoff 2]
+#include "bench_options.hpp"
 #include "fork_join.hpp"
 
 #include <tbb/parallel_invoke.h>
@@ -39,8 +40,13 @@ long with_omp(int n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int n = static_cast<int>(roam_bench::option(argc, argv, "--n", 30));
-  cutoff = static_cast<int>(roam_bench::option(argc, argv, "--cutoff", 2));
+  bool json = false;
+  int n = 30;
+  roam_bench::options("fib")
+      .flag("--json", json, "end with the results as one JSON line")
+      .add("--n", n, "computes fib(n)")
+      .add("--cutoff", cutoff, "calls below this n run serially")
+      .parse(argc, argv);
   const long expected = serial(n);
   roam_bench::fork_join_kernel k{"fib", [&] { return with_roam(n) == expected; },
                                  [&] { return with_tbb(n) == expected; },
@@ -51,5 +57,5 @@ int main(int argc, char** argv) {
                                    r = with_omp(n);
                                    return r == expected;
                                  }};
-  return roam_bench::compare_fork_join(argc, argv, k);
+  return roam_bench::compare_fork_join(json, k);
 }

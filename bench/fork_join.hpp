@@ -41,10 +41,9 @@ struct fork_join_kernel {
 
 inline const fork_join_kernel* current_kernel = nullptr;
 
-/// Times the three versions on 1 and 2 workers, prints the table and, with --json, the line
+/// Times the three versions on 1 and 2 workers, prints the table and, with `json`, the line
 /// {"bench":NAME,"workers":[1,2],"roam_s":[…],"tbb_s":[…],"omp_s":[…],"ratio_vs_tbb":[…]}.
-inline int compare_fork_join(int argc, char** argv, const fork_join_kernel& k, int repeats = 3) {
-  const bool json = wants_json(argc, argv);
+inline int compare_fork_join(bool json, const fork_join_kernel& k, int repeats = 3) {
   std::vector<unsigned> workers = {1, 2};
   std::vector<double> roam_s, tbb_s, omp_s, ratio;
   bool all_correct = true;

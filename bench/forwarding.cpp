@@ -4,6 +4,7 @@
 // Three virtual nodes of the inproc transport: node 0 calls; the object moves between
 // nodes 1 and 2, at node 1's request, so node 0 learns of each move only by forwarding.
 //   ./run bench forwarding [--json] [--rounds N]
+#include "bench_options.hpp"
 #include "bench_report.hpp"
 
 #include <roam/roam.hpp>
@@ -31,8 +32,12 @@ double micros(clock_type::time_point since) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool json = roam_bench::wants_json(argc, argv);
-  const long rounds = roam_bench::option(argc, argv, "--rounds", 3000);
+  bool json = false;
+  long rounds = 3000;
+  roam_bench::options("forwarding")
+      .flag("--json", json, "end with the results as one JSON line")
+      .add("--rounds", rounds, "migrations, each followed by the timed calls")
+      .parse(argc, argv);
   constexpr int later_calls = 10;
   roam::config cfg = roam::config::from_environment();
   cfg.transport = roam::transport_kind::inproc;

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_options.hpp"
 #include "bench_report.hpp"
 #include "roam/hetero.hpp"
 
@@ -234,11 +235,17 @@ void check_sizes(const std::vector<int>& sizes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string backend = roam_bench::text_option(argc, argv, "--backend", "");
-  const auto sizes = roam_bench::list_option<int>(argc, argv, "--sizes", "64,128,256,512,1024");
+  std::string backend;  // empty: CUDA when a GPU is there, else OpenCL
+  std::vector<int> sizes = {64, 128, 256, 512, 1024};
+  int iterations = 100;
+  bool json = false;
+  roam_bench::options("hetero_dgemm")
+      .add("--backend", backend, "opencl, cuda or host (default: cuda with a GPU, else opencl)")
+      .add("--sizes", sizes, "matrix orders, multiples of 16")
+      .add("--iterations", iterations, "rounds per size and measurement")
+      .flag("--json", json, "end with the results as one JSON line")
+      .parse(argc, argv);
   check_sizes(sizes);
-  const int iterations = static_cast<int>(roam_bench::option(argc, argv, "--iterations", 100));
-  const bool json = roam_bench::wants_json(argc, argv);
   if (iterations < 1) {
     std::fprintf(stderr, "hetero_dgemm: --iterations must be at least 1\n");
     return 2;

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_options.hpp"
 #include "bench_report.hpp"
 #include "roam/hetero.hpp"
 
@@ -87,11 +88,18 @@ sweep_result sweep(const roam::hetero_options& options, int count, std::size_t e
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string backend = roam_bench::text_option(argc, argv, "--backend", "host");
-  const auto counts = roam_bench::list_option<int>(argc, argv, "--objects", "256,1024,4096,16384");
-  const auto bytes = static_cast<std::size_t>(roam_bench::option(argc, argv, "--bytes", 4096));
-  const int passes = static_cast<int>(roam_bench::option(argc, argv, "--passes", 3));
-  const bool json = roam_bench::wants_json(argc, argv);
+  std::string backend = "host";
+  std::vector<int> counts = {256, 1024, 4096, 16384};
+  std::size_t bytes = 4096;
+  int passes = 3;
+  bool json = false;
+  roam_bench::options("hetero_eviction")
+      .add("--backend", backend, "host, opencl or cuda")
+      .add("--objects", counts, "object counts measured, 8 or more each")
+      .add("--bytes", bytes, "size of each object")
+      .add("--passes", passes, "sweeps over the objects per measurement")
+      .flag("--json", json, "end with the results as one JSON line")
+      .parse(argc, argv);
   const std::size_t elements = bytes / sizeof(unsigned);
   if (elements < 1 || passes < 1 ||
       std::any_of(counts.begin(), counts.end(), [](int c) { return c < 8; })) {

@@ -13,6 +13,7 @@
 //   ./run bench hetero_pingpong [--backend opencl|host|cuda] [--sizes 64,4096,...] [--json]
 // (it starts its 2 ranks itself). JSON: {"bench","backend","sizes","roam_us","mpi_us","ratio"},
 // one-way hop times in microseconds, ratio = mpi_us / roam_us (1.0 is parity).
+#include "bench_options.hpp"
 #include "bench_report.hpp"
 #include "hetero_mobile_kernels.hpp"
 #include "mobile_pair.hpp"
@@ -129,11 +130,16 @@ double mpi_one_way_us(roam::device& device, std::size_t bytes, int rank) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool json = wants_json(argc, argv);
-  const std::string backend = text_option(
-      argc, argv, "--backend", roam::backend_built(roam::backend::opencl) ? "opencl" : "host");
-  const auto sizes = list_option<std::size_t>(argc, argv, "--sizes", "64,4096,65536,1048576");
-  const int repeats = static_cast<int>(option(argc, argv, "--repeats", 3));
+  bool json = false;
+  std::string backend = roam::backend_built(roam::backend::opencl) ? "opencl" : "host";
+  std::vector<std::size_t> sizes = {64, 4096, 65536, 1048576};
+  int repeats = 3;
+  roam_bench::options("hetero_pingpong")
+      .flag("--json", json, "end with the results as one JSON line")
+      .add("--backend", backend, "opencl, host or cuda")
+      .add("--sizes", sizes, "array sizes in bytes")
+      .add("--repeats", repeats, "measurements of each side (the best counts)")
+      .parse(argc, argv);
   const int rank = init_mpi_pair(argc, argv, "hetero_pingpong");
 
   auto options = roam::hetero_options::from_environment();  // ROAM_HETERO_* apply too

@@ -7,16 +7,20 @@
 
 int main(int argc, char** argv) {
   bale::histogram_setup setup;
-  setup.updates =
-      static_cast<std::uint64_t>(roam_bench::option(argc, argv, "--updates", 10'000'000));
-  setup.table_size = static_cast<std::uint64_t>(roam_bench::option(argc, argv, "--table", 1 << 20));
+  setup.updates = 10'000'000;
+  setup.table_size = 1 << 20;
+  bale_bench::common_options common;
+  roam_bench::options options("histo");
+  options.add("--updates", setup.updates, "updates per rank")
+      .add("--table", setup.table_size, "table slots per rank");
+  common.declare(options).parse(argc, argv);
   int ranks = 1;
   const int rank = bale_bench::start_mpi(argc, argv, ranks);
   const auto expected = bale::histogram_serial(setup, static_cast<std::uint32_t>(ranks),
                                                static_cast<std::uint32_t>(rank));
   std::vector<std::int64_t> table;
   return bale_bench::compare(
-      "histo", argc, argv, rank, ranks, static_cast<double>(setup.updates),
+      "histo", common, rank, ranks, static_cast<double>(setup.updates),
       [&] { return bale_mpi::histogram(setup, table, MPI_COMM_WORLD); },
       [&] { return table == expected; }, [&] { return bale::histogram_roam(setup); },
       [&] { return bale::histogram_tables().mine() == expected; });

@@ -7,6 +7,7 @@
 // JSON: {"bench":"idle_cost","ranks":2,"workers":4,"cpu_ms_per_s":...,"switches_per_s":...}
 // (per rank, the mean over ranks; with the inproc transport the process's usage is counted
 // once per virtual node).
+#include "bench_options.hpp"
 #include "bench_report.hpp"
 
 #include <roam/roam.hpp>
@@ -38,8 +39,12 @@ usage process_usage() {
 
 int main(int argc, char** argv) {
   using namespace roam_bench;
-  const bool json = wants_json(argc, argv);
-  const double seconds = real_option(argc, argv, "--seconds", 2.0);
+  bool json = false;
+  double seconds = 2.0;
+  options("idle_cost")
+      .flag("--json", json, "end with the results as one JSON line")
+      .add("--seconds", seconds, "how long the job stays idle")
+      .parse(argc, argv);
   roam::config cfg = roam::config::from_environment();
   if (std::getenv("ROAM_THREADS") == nullptr) cfg.threads = 4;
   const int status = roam::run(cfg, [&] {

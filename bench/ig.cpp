@@ -7,16 +7,20 @@
 
 int main(int argc, char** argv) {
   bale::index_gather_setup setup;
-  setup.requests =
-      static_cast<std::uint64_t>(roam_bench::option(argc, argv, "--requests", 10'000'000));
-  setup.table_size = static_cast<std::uint64_t>(roam_bench::option(argc, argv, "--table", 1 << 20));
+  setup.requests = 10'000'000;
+  setup.table_size = 1 << 20;
+  bale_bench::common_options common;
+  roam_bench::options options("ig");
+  options.add("--requests", setup.requests, "reads per rank")
+      .add("--table", setup.table_size, "table entries per rank");
+  common.declare(options).parse(argc, argv);
   int ranks = 1;
   const int rank = bale_bench::start_mpi(argc, argv, ranks);
   const auto expected = bale::index_gather_serial(setup, static_cast<std::uint32_t>(ranks),
                                                   static_cast<std::uint32_t>(rank));
   std::vector<std::int64_t> gathered;
   return bale_bench::compare(
-      "ig", argc, argv, rank, ranks, static_cast<double>(setup.requests),
+      "ig", common, rank, ranks, static_cast<double>(setup.requests),
       [&] { return bale_mpi::index_gather(setup, gathered, MPI_COMM_WORLD); },
       [&] { return gathered == expected; }, [&] { return bale::index_gather_roam(setup); },
       [&] { return bale::index_gather_nodes().mine().gathered == expected; });

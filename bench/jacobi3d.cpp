@@ -20,6 +20,7 @@
 // (it starts 2 ranks itself; --ranks N for more). JSON:
 // {"bench":"jacobi3d","backend","od":[1,2],"roam_s":[...],"mpi_s":[...],"speedup":[...]},
 // speedup = mpi_s / roam_s (the MPI time measured beside each roam run).
+#include "bench_options.hpp"
 #include "bench_report.hpp"
 #include "hetero_mobile_kernels.hpp"
 #include "pingpong_common.hpp"
@@ -349,16 +350,21 @@ double run_roam(const problem& p, int od, double& checksum) {
 
 int main(int argc, char** argv) {
   using namespace roam_bench;
-  const bool json = wants_json(argc, argv);
+  bool json = false;
   problem p;
-  p.nx = static_cast<int>(option(argc, argv, "--nx", p.nx));
-  p.ny = static_cast<int>(option(argc, argv, "--ny", p.ny));
-  p.nz = static_cast<int>(option(argc, argv, "--nz", p.nz));
-  p.iterations = static_cast<int>(option(argc, argv, "--iterations", p.iterations));
-  const auto ods = list_option<int>(argc, argv, "--od", "1,2");
-  const int repeats = static_cast<int>(option(argc, argv, "--repeats", 3));
-  const std::string backend = text_option(
-      argc, argv, "--backend", roam::backend_built(roam::backend::opencl) ? "opencl" : "host");
+  std::vector<int> ods = {1, 2};
+  int repeats = 3;
+  std::string backend = roam::backend_built(roam::backend::opencl) ? "opencl" : "host";
+  roam_bench::options("jacobi3d")
+      .flag("--json", json, "end with the results as one JSON line")
+      .add("--nx", p.nx, "grid points along x per rank")
+      .add("--ny", p.ny, "grid points along y per rank")
+      .add("--nz", p.nz, "grid planes along z per rank")
+      .add("--iterations", p.iterations, "stencil sweeps per run")
+      .add("--od", ods, "blocks per rank (over-decomposition) measured")
+      .add("--repeats", repeats, "runs of each version (the best counts)")
+      .add("--backend", backend, "opencl, host or cuda")
+      .parse(argc, argv);
 
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);

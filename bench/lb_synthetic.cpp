@@ -12,6 +12,7 @@
 // In one process by default (--nodes virtual nodes); under mpiexec, one node per rank.
 // `sleep` units block their worker (std::this_thread::sleep_for), so many virtual workers
 // are meaningful on a 2-core machine; `spin` units compute.
+#include "bench_options.hpp"
 #include "bench_report.hpp"
 
 #include <roam/roam.hpp>
@@ -29,7 +30,6 @@
 #include <mutex>
 #include <numeric>
 #include <random>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -141,8 +141,9 @@ void adaptive_work(std::size_t objects, double weight, std::uint64_t seed, int d
   }
 }
 
-result run_policy(const settings& s, const std::string& policy, bool mpi, int argc, char** argv) {
-  roam::config cfg = roam::config::from_args(argc, argv);
+result run_policy(const settings& s, const std::string& policy, bool mpi,
+                  const roam::config& flags) {
+  roam::config cfg = flags;
   cfg.transport = mpi ? roam::transport_kind::mpi : roam::transport_kind::inproc;
   cfg.nodes = s.nodes;
   cfg.threads = s.workers;
@@ -270,29 +271,35 @@ result run_policy(const settings& s, const std::string& policy, bool mpi, int ar
 
 int main(int argc, char** argv) {
   settings s;
-  const bool json = roam_bench::wants_json(argc, argv);
-  s.nodes = static_cast<std::uint32_t>(roam_bench::option(argc, argv, "--nodes", 4));
-  s.workers = static_cast<std::uint32_t>(roam_bench::option(argc, argv, "--workers", 4));
-  s.objects_per_worker =
-      static_cast<std::uint32_t>(roam_bench::option(argc, argv, "--objects-per-worker", 10));
-  s.iterations = static_cast<std::uint32_t>(roam_bench::option(argc, argv, "--iterations", 5));
-  s.heavy_fraction = roam_bench::real_option(argc, argv, "--heavy-fraction", 0.2);
-  s.heavy_factor = roam_bench::real_option(argc, argv, "--heavy-factor", 2.5);
-  s.unit_ms = roam_bench::real_option(argc, argv, "--unit-ms", 20);
-  s.threshold = roam_bench::real_option(argc, argv, "--threshold", 0);
-  s.sleep = roam_bench::text_option(argc, argv, "--work", "sleep") != "spin";
-  s.mode = roam_bench::text_option(argc, argv, "--mode", "oneshot");
-  s.out = roam_bench::text_option(argc, argv, "--out", "build/lb_synthetic");
-  const std::string list = roam_bench::text_option(argc, argv, "--policies", "");
-  if (!list.empty()) {
-    s.policies.clear();
-    std::stringstream ss(list);
-    for (std::string p; std::getline(ss, p, ',');) s.policies.push_back(p);
-  }
-  if (s.mode != "oneshot" && s.mode != "iterative" && s.mode != "adaptive") {
-    std::fprintf(stderr, "lb_synthetic: --mode must be oneshot, iterative or adaptive\n");
+  bool json = false;
+  std::string work = "sleep";
+  roam_bench::options("lb_synthetic")
+      .flag("--json", json, "end with the results as one JSON line")
+      .add("--nodes", s.nodes, "virtual nodes (under mpiexec: one node per rank instead)")
+      .add("--workers", s.workers, "workers per node")
+      .add("--objects-per-worker", s.objects_per_worker, "mobile objects per worker")
+      .add("--heavy-fraction", s.heavy_fraction, "fraction of the objects that are heavy")
+      .add("--heavy-factor", s.heavy_factor, "a heavy object's unit, in light units")
+      .add("--unit-ms", s.unit_ms, "milliseconds of work in one light unit")
+      .choice("--work", work, {"sleep", "spin"}, "a unit sleeps (blocking its worker) or computes")
+      .choice("--mode", s.mode, {"oneshot", "iterative", "adaptive"},
+              "one round, rounds with persistent weights, or units that create units")
+      .add("--iterations", s.iterations, "rounds of the iterative mode")
+      .add("--threshold", s.threshold,
+           "load under which a node asks for work; 0: two units per worker")
+      .add("--out", s.out, "directory of the per-unit traces (CSV)")
+      .add("--policies", s.policies, "load-balancing policies, run in this order")
+      .parse(argc, argv);
+  s.sleep = work != "spin";
+  // Read once: every policy starts from the same roam flags (and the environment).
+  roam::config flags;
+  try {
+    flags = roam::config::from_args(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
     return 2;
   }
+  if (flags.help) return roam::run(flags, [] {});  // prints roam's settings, runs nothing
   const char* ranks = std::getenv("OMPI_COMM_WORLD_SIZE");
   const bool mpi = ranks && std::atoi(ranks) > 1;
   const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
@@ -300,7 +307,7 @@ int main(int argc, char** argv) {
   if (mpi) s.nodes = static_cast<std::uint32_t>(std::atoi(ranks));
 
   std::vector<result> results;
-  for (const auto& p : s.policies) results.push_back(run_policy(s, p, mpi, argc, argv));
+  for (const auto& p : s.policies) results.push_back(run_policy(s, p, mpi, flags));
   if (!report) return 0;
 
   const std::uint32_t total_workers = s.nodes * s.workers;

@@ -3,6 +3,7 @@
 // Each worker starts with a seed handler that sends batches of empty handlers to its own
 // objects (one message to each of its 1024 objects per batch) until all are sent.
 //   ./run bench mobile_dispatch [--json] [--handlers N]
+#include "bench_options.hpp"
 #include "bench_report.hpp"
 #include "empty_handlers.hpp"
 
@@ -63,8 +64,12 @@ double handlers_per_second(unsigned workers, long handlers, kind k) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool json = roam_bench::wants_json(argc, argv);
-  const long handlers = roam_bench::option(argc, argv, "--handlers", 2000000);
+  bool json = false;
+  long handlers = 2000000;
+  roam_bench::options("mobile_dispatch")
+      .flag("--json", json, "end with the results as one JSON line")
+      .add("--handlers", handlers, "handlers per measurement")
+      .parse(argc, argv);
   std::vector<unsigned> workers = {1, 2};
   std::vector<double> exclusive, shared, node;
   std::printf("%8s %16s %16s %16s %14s\n", "workers", "exclusive_per_s", "shared_per_s",

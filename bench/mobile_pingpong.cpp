@@ -2,6 +2,7 @@
 // between two mobile objects on two ranks, next to node-level roam::send and raw MPI
 // Send/Recv in the same program run. Run with `./run bench mobile_pingpong [--json]` (it
 // starts 2 ranks itself).
+#include "bench_options.hpp"
 #include "bench_report.hpp"
 #include "mobile_pair.hpp"
 #include "mpi_pair.hpp"
@@ -89,8 +90,12 @@ void run_roam(std::vector<double>& mobile_us, std::vector<double>& node_us) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool json = wants_json(argc, argv);
-  const auto max_bytes = static_cast<std::size_t>(option(argc, argv, "--max-bytes", 1048576));
+  bool json = false;
+  std::size_t max_bytes = 1048576;
+  options("mobile_pingpong")
+      .flag("--json", json, "end with the results as one JSON line")
+      .add("--max-bytes", max_bytes, "largest message size measured")
+      .parse(argc, argv);
   std::erase_if(pingpong_sizes, [=](std::size_t s) { return s > max_bytes; });
   const int rank = init_mpi_pair(argc, argv, "mobile_pingpong");
 

@@ -2,6 +2,7 @@
 // own MPI message. For context the table also shows raw MPI_Isend of the same 8 bytes
 // (the JSON reports roam's rate only).
 //   ./run bench msgrate [--json] [--messages N]   (starts 2 ranks itself)
+#include "bench_options.hpp"
 #include "bench_report.hpp"
 #include "mpi_pair.hpp"
 
@@ -43,8 +44,12 @@ double raw_mpi_rate(long messages, int rank) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool json = roam_bench::wants_json(argc, argv);
-  const long messages = roam_bench::option(argc, argv, "--messages", 1000000);
+  bool json = false;
+  long messages = 1000000;
+  roam_bench::options("msgrate")
+      .flag("--json", json, "end with the results as one JSON line")
+      .add("--messages", messages, "messages from rank 0 to rank 1 per measurement")
+      .parse(argc, argv);
   const int rank = roam_bench::init_mpi_pair(argc, argv, "msgrate");
   const double mpi_rate = raw_mpi_rate(messages, rank);
 

@@ -1,6 +1,7 @@
 // N-queens (the BOTS kernel): count the placements of N queens, one task per candidate
 // column at each level above a depth cutoff. roam tasklets vs oneTBB vs OpenMP tasks.
 //   ./run bench nqueens [--json] [--n 12]
+#include "bench_options.hpp"
 #include "fork_join.hpp"
 
 #include <tbb/task_group.h>
@@ -88,7 +89,11 @@ long with_omp(std::array<int, 32> cols, int row) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  n = static_cast<int>(roam_bench::option(argc, argv, "--n", 12));
+  bool json = false;
+  roam_bench::options("nqueens")
+      .flag("--json", json, "end with the results as one JSON line")
+      .add("--n", n, "board size and number of queens")
+      .parse(argc, argv);
   const long expected = serial({}, 0);
   roam_bench::fork_join_kernel k{"nqueens", [&] { return with_roam({}, 0) == expected; },
                                  [&] { return with_tbb({}, 0) == expected; },
@@ -99,5 +104,5 @@ int main(int argc, char** argv) {
                                    r = with_omp({}, 0);
                                    return r == expected;
                                  }};
-  return roam_bench::compare_fork_join(argc, argv, k);
+  return roam_bench::compare_fork_join(json, k);
 }

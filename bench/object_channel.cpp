@@ -5,6 +5,7 @@
 // JSON: {"bench":"object_channel","ranks":2,"direct_rate":…,"channel_rate":…,"ratio":…}
 // (messages per second per rank; ratio = channel / direct).
 #include "bale/driver.hpp"
+#include "bench_options.hpp"
 #include "bench_report.hpp"
 
 #include "../examples/bale/random_stream.hpp"
@@ -51,9 +52,14 @@ double timed(long messages, bool through_channel) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool json = roam_bench::wants_json(argc, argv);
-  const long messages = roam_bench::option(argc, argv, "--messages", 1'000'000);
-  const long rounds = std::max(1L, roam_bench::option(argc, argv, "--rounds", 3));
+  bool json = false;
+  long messages = 1'000'000, rounds = 3;
+  roam_bench::options("object_channel")
+      .flag("--json", json, "end with the results as one JSON line")
+      .add("--messages", messages, "messages each rank sends per measurement")
+      .add("--rounds", rounds, "measurements of each version (the best counts)")
+      .parse(argc, argv);
+  rounds = std::max(1L, rounds);
   int ranks = 1;
   const int rank = bale_bench::start_mpi(argc, argv, ranks);
   double direct = 1e300, channel = 1e300;

@@ -1,6 +1,7 @@
 // One-way latency, 8 B .. 4 MB: roam send round trips versus raw MPI Send/Recv between
 // 2 ranks in the same program run, plus roam between 2 virtual nodes of the inproc
 // transport. Run with `./run bench pingpong [--json]` (it starts 2 ranks itself).
+#include "bench_options.hpp"
 #include "bench_report.hpp"
 #include "mpi_pair.hpp"
 #include "pingpong_common.hpp"
@@ -51,10 +52,13 @@ std::vector<double> roam_one_way_us(roam::config cfg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool json = roam_bench::wants_json(argc, argv);
-  const auto max_bytes =
-      static_cast<std::size_t>(roam_bench::option(argc, argv, "--max-bytes", 4194304));
-  const auto min_bytes = static_cast<std::size_t>(roam_bench::option(argc, argv, "--min-bytes", 0));
+  bool json = false;
+  std::size_t max_bytes = 4194304, min_bytes = 0;
+  roam_bench::options("pingpong")
+      .flag("--json", json, "end with the results as one JSON line")
+      .add("--max-bytes", max_bytes, "largest message size measured")
+      .add("--min-bytes", min_bytes, "smallest message size measured")
+      .parse(argc, argv);
   std::erase_if(sizes, [=](std::size_t s) { return s > max_bytes || s < min_bytes; });
   const int rank = roam_bench::init_mpi_pair(argc, argv, "pingpong");
 

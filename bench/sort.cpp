@@ -2,6 +2,7 @@
 // split in halves sorted in parallel, merged serially, std::sort below a cutoff. The same
 // algorithm with roam tasklets, oneTBB task_group and OpenMP tasks.
 //   ./run bench sort [--json] [--elements N]
+#include "bench_options.hpp"
 #include "fork_join.hpp"
 
 #include <tbb/parallel_invoke.h>
@@ -29,8 +30,12 @@ void merge_sort(key* data, key* scratch, std::size_t n, Fork&& fork) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const auto elements =
-      static_cast<std::size_t>(roam_bench::option(argc, argv, "--elements", 10000000));
+  bool json = false;
+  std::size_t elements = 10000000;
+  roam_bench::options("sort")
+      .flag("--json", json, "end with the results as one JSON line")
+      .add("--elements", elements, "64-bit keys to sort")
+      .parse(argc, argv);
   std::vector<key> input(elements);
   std::mt19937_64 rng(7);
   for (auto& x : input) x = rng();
@@ -68,5 +73,5 @@ int main(int argc, char** argv) {
                                    merge_sort(data.data(), scratch.data(), elements, omp_fork);
                                    return data == sorted;
                                  }};
-  return roam_bench::compare_fork_join(argc, argv, k);
+  return roam_bench::compare_fork_join(json, k);
 }

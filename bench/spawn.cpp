@@ -4,6 +4,7 @@
 // - suspend_resume_ns: one suspend/resume round trip (a handler yielding with nothing else
 //   to run: suspend, requeue, resume).
 //   ./run bench spawn [--json] [--count N]
+#include "bench_options.hpp"
 #include "bench_report.hpp"
 #include "empty_handlers.hpp"
 
@@ -26,8 +27,11 @@ double per_item_ns(clock_type::time_point start, long items) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool json = roam_bench::wants_json(argc, argv);
-  count = roam_bench::option(argc, argv, "--count", count);
+  bool json = false;
+  roam_bench::options("spawn")
+      .flag("--json", json, "end with the results as one JSON line")
+      .add("--count", count, "handlers, tasklets and yields per measurement")
+      .parse(argc, argv);
   roam::config cfg;
   cfg.transport = roam::transport_kind::inproc;
   cfg.nodes = 1;

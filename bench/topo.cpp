@@ -10,9 +10,14 @@
 
 int main(int argc, char** argv) {
   bale::toposort_setup setup;
-  setup.rows_per_node =
-      static_cast<std::uint64_t>(roam_bench::option(argc, argv, "--rows", 1 << 18));
-  setup.off_diagonal = static_cast<double>(roam_bench::option(argc, argv, "--off-diagonal", 5));
+  setup.rows_per_node = 1 << 18;
+  long off_diagonal = 5;  // a whole number, as it always was
+  bale_bench::common_options common;
+  roam_bench::options options("topo");
+  options.add("--rows", setup.rows_per_node, "matrix rows per rank")
+      .add("--off-diagonal", off_diagonal, "nonzeros per row besides the diagonal, on average");
+  common.declare(options).parse(argc, argv);
+  setup.off_diagonal = static_cast<double>(off_diagonal);
   int ranks = 1;
   const int rank = bale_bench::start_mpi(argc, argv, ranks);
   const auto nodes = static_cast<std::uint32_t>(ranks);
@@ -20,7 +25,7 @@ int main(int argc, char** argv) {
   const bale::toposort_result expected = bale::toposort_serial(matrix, nodes);
   bale::toposort_share share;
   return bale_bench::compare(
-      "topo", argc, argv, rank, ranks, static_cast<double>(matrix.nonzeros()) / ranks,
+      "topo", common, rank, ranks, static_cast<double>(matrix.nonzeros()) / ranks,
       [&] { return bale_mpi::toposort(matrix, share, MPI_COMM_WORLD); },
       [&] { return bale::toposort_share_equals(share, expected); },
       [&] { return bale::toposort_roam(matrix); },

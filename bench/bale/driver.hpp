@@ -5,6 +5,7 @@
 #pragma once
 
 #include "../../examples/bale/node_storage.hpp"
+#include "../bench_options.hpp"
 #include "../bench_report.hpp"
 
 #include <roam/roam.hpp>
@@ -16,6 +17,16 @@
 #include <cstdlib>
 
 namespace bale_bench {
+
+/// The options every bale benchmark takes besides its sizes.
+struct common_options {
+  bool json = false;
+  long rounds = 2;
+  roam_bench::options& declare(roam_bench::options& o) {
+    return o.flag("--json", json, "end with the results as one JSON line")
+        .add("--rounds", rounds, "runs of each version (the best counts)");
+  }
+};
 
 /// Initializes MPI (roam needs MPI_THREAD_SERIALIZED; roam::run reuses it); returns the
 /// rank and sets `ranks`.
@@ -76,10 +87,10 @@ inline int report(const char* bench, int rank, int ranks, double operations, dou
 /// same ranks, the best of `rounds` runs of the roam version (`roam_run()`), checked by
 /// `roam_ok()` on every node. Reports, finalizes MPI, and returns the exit status.
 template <class MpiRun, class MpiOk, class RoamRun, class RoamOk>
-int compare(const char* bench, int argc, char** argv, int rank, int ranks, double operations,
-            MpiRun mpi_run, MpiOk mpi_ok, RoamRun roam_run, RoamOk roam_ok) {
-  const bool json = roam_bench::wants_json(argc, argv);
-  const long rounds = std::max(1L, roam_bench::option(argc, argv, "--rounds", 2));
+int compare(const char* bench, const common_options& options, int rank, int ranks,
+            double operations, MpiRun mpi_run, MpiOk mpi_ok, RoamRun roam_run, RoamOk roam_ok) {
+  const bool json = options.json;
+  const long rounds = std::max(1L, options.rounds);
   double mpi_seconds = 1e300;
   for (long r = 0; r < rounds; ++r) mpi_seconds = std::min(mpi_seconds, mpi_run());
   const bool mpi_right = everywhere(mpi_ok());
