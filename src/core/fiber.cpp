@@ -303,7 +303,7 @@ void suspend(void (*park)(fiber*, void*), void* arg) {
 
 void resume_later(fiber* f) noexcept {
   f->resume.execute = &resume_entry;
-  f->node->sched().push(&f->resume);
+  f->node->sched().push_resumed(&f->resume);
 }
 
 void resume_after_others(fiber* f) noexcept {

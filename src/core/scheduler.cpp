@@ -49,6 +49,8 @@ bool is_application_thread() noexcept { return tl_is_application_thread; }
 scheduler::scheduler(node_runtime& node, options opt, std::function<bool()> progress)
     : node_(node), opt_(opt), progress_(std::move(progress)) {
   for (unsigned i = 0; i < opt_.workers; ++i) queues_.push_back(std::make_unique<padded_queue>());
+  for (unsigned i = 0; i <= opt_.workers; ++i)  // workers', then the application thread's
+    resumed_.push_back(std::make_unique<padded_queue>());
   for (unsigned i = 0; i <= opt_.workers; ++i)
     deques_.push_back(std::make_unique<work_stealing_deque>());
 }
@@ -85,6 +87,20 @@ void scheduler::push(work_item* w) noexcept {
   wake_if_nobody_searches();
 }
 
+scheduler::padded_queue* scheduler::own_resumed() noexcept {
+  if (current_node() != &node_) return nullptr;
+  if (tl_worker >= 0) return resumed_[static_cast<std::size_t>(tl_worker)].get();
+  return tl_is_application_thread ? resumed_.back().get() : nullptr;
+}
+
+void scheduler::push_resumed(work_item* w) noexcept {
+  if (padded_queue* q = own_resumed())
+    q->queue.push(w);
+  else
+    inject_.queue.push(w);
+  wake_if_nobody_searches();
+}
+
 void scheduler::wake_if_nobody_searches() noexcept {
   // The queue's size was just increased by a seq_cst read-modify-write; park_worker()
   // increases sleepers_ the same way before it re-reads the sizes. In the single total order
@@ -113,6 +129,8 @@ work_item* scheduler::find_work(int self) noexcept {
     if (work_item* w = yielded_.queue.pop()) return w;
   }
   for (int attempt = 0; attempt < 2; ++attempt) {
+    if (padded_queue* q = own_resumed())
+      if (work_item* w = q->queue.pop()) return w;  // begun work first
     if (work_stealing_deque* d = own_deque())
       if (work_item* w = d->pop()) return w;  // newest own tasklet first (work-first)
     if (self >= 0)
@@ -124,9 +142,12 @@ work_item* scheduler::find_work(int self) noexcept {
       for (unsigned k = 0; k < n; ++k) {
         unsigned victim = (start + k) % n;
         if (static_cast<int>(victim) == self) continue;
+        if (work_item* w = resumed_[victim]->queue.pop()) return w;
         if (work_item* w = queues_[victim]->queue.pop()) return w;
       }
     }
+    if (self >= 0)  // the application thread's resumed fibers, when it runs other work
+      if (work_item* w = resumed_.back()->queue.pop()) return w;
     if (work_item* w = steal_tasklet()) return w;
     // A scheduling policy's handlers come after the node's own work: that is runtime
     // protocol (objects arriving, replies, resumed tasks) which they may be waiting for.
@@ -200,6 +221,8 @@ bool scheduler::has_queued_work() const noexcept {
   for (const auto& d : deques_)
     if (!d->empty()) return true;
   for (const auto& q : queues_)
+    if (!q->queue.empty()) return true;
+  for (const auto& q : resumed_)
     if (!q->queue.empty()) return true;
   return hooks_.has_work && hooks_.has_work(hooks_.context);
 }

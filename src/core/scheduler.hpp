@@ -46,6 +46,11 @@ class scheduler {
   /// Queues work from any thread: a worker of this node queues on its own FIFO, anything
   /// else on the injection queue. Wakes a parked worker if nobody is searching.
   void push(work_item* w) noexcept;
+  /// Queues a suspended fiber to resume. On a worker of this node it goes to that worker's
+  /// resume queue, which the worker serves before starting anything new: a resumed fiber
+  /// finishes work already begun and frees its stack, while new tasklets would each take a
+  /// fiber of their own (oldest-first joins of a tree held one fiber per tree node, issue 25).
+  void push_resumed(work_item* w) noexcept;
   /// Queues work that arrived from outside this node (another node, the network): always
   /// on the injection queue, so arrivals from one source keep their order whichever
   /// thread delivers them.
@@ -111,6 +116,8 @@ class scheduler {
     work_queue queue;
   };
   bool has_queued_work() const noexcept;
+  /// The calling thread's resume queue: its worker's, or the application thread's.
+  padded_queue* own_resumed() noexcept;
   /// Passes `moved` through; traffic (true) resets the poll duty's interval to its shortest.
   bool note_traffic(bool moved) noexcept {
     if (moved) poll_backoff_.store(0, std::memory_order_relaxed);
@@ -127,6 +134,8 @@ class scheduler {
   options opt_;
   std::function<bool()> progress_;
   std::vector<std::unique_ptr<padded_queue>> queues_;
+  // Fibers to resume: one queue per worker, then the application thread's.
+  std::vector<std::unique_ptr<padded_queue>> resumed_;
   padded_queue inject_;
   padded_queue yielded_;
   std::vector<std::unique_ptr<work_stealing_deque>> deques_;  // workers', then the app thread's
