@@ -10,6 +10,7 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <typeinfo>
@@ -412,22 +413,32 @@ void park_on(fiber* f, void* arg) {
   resume_later(f);  // became ready while the fiber was leaving
 }
 
-void wait(waitable& w) {
-  if (w.ready()) return;
+void wait(waitable& w) { (void)wait_until(w, std::chrono::steady_clock::time_point::max()); }
+
+bool wait_until(waitable& w, std::chrono::steady_clock::time_point deadline) {
+  if (w.ready()) return true;
+  using clock = std::chrono::steady_clock;
+  const bool timed = deadline != clock::time_point::max();
   // Whatever this thread aggregated may be what the wait is for.
   flush_thread_lanes();
   w.waiters_.fetch_add(1, std::memory_order_seq_cst);
   if (on_fiber()) {
+    if (timed)
+      throw usage_error("roam: a timed wait inside a handler (the runtime's own protocols wait "
+                        "with a deadline only on application threads)");
     if (!w.ready()) suspend(park_on, &w);
     w.waiters_.fetch_sub(1);
-    return;
+    return true;
   }
   node_runtime* n = current_node();
   if (!n) {
     std::unique_lock lock(w.lock_);
-    w.foreign_ready_.wait(lock, [&] { return w.ready(); });
+    if (timed)
+      w.foreign_ready_.wait_until(lock, deadline, [&] { return w.ready(); });
+    else
+      w.foreign_ready_.wait(lock, [&] { return w.ready(); });
     w.waiters_.fetch_sub(1);
-    return;
+    return w.ready();
   }
   w.waiting_node_.store(n);
   scheduler& s = n->sched();
@@ -456,6 +467,7 @@ void wait(waitable& w) {
         begin_spin();
         rounds = 0;
         glance = false;
+        if (timed && clock::now() >= deadline) break;
         continue;
       }
       // Out of work, like an idle worker: the handlers this thread ran may have aggregated
@@ -472,20 +484,27 @@ void wait(waitable& w) {
       continue;
     }
     if (!glance) {
-      if (rounds == 0) since = std::chrono::steady_clock::now();
+      if (rounds == 0) since = clock::now();
       back_off(rounds++);
       // Reading the clock costs as much as a round; look every 32 rounds. A waiter that
       // runs no work has nothing to gain from spinning (and takes a core from those that
       // do), so it parks after its first look.
       if ((rounds & 31) != 31) continue;
-      if (run_work && std::chrono::steady_clock::now() - since < s.spin_budget()) continue;
+      const auto now = clock::now();
+      if (timed && now >= deadline) break;
+      if (run_work && now - since < s.spin_budget()) continue;
     }
+    if (timed && clock::now() >= deadline) break;
     end_spin();
     const std::uint64_t epoch = s.waiter_epoch();
     if (!w.ready()) {
       bool duty = false;
-      s.park_waiter(epoch,
-                    s.has_progress() ? s.take_poll_duty(duty) : std::chrono::microseconds(1000));
+      auto sleep =
+          s.has_progress() ? s.take_poll_duty(duty) : std::chrono::microseconds(1000);
+      if (timed)
+        sleep = std::min(sleep, std::chrono::ceil<std::chrono::microseconds>(
+                                    std::max(deadline - clock::now(), clock::duration::zero())));
+      s.park_waiter(epoch, sleep);
       s.release_poll_duty(duty);
     }
     glance = s.waiter_epoch() == epoch;  // nobody woke us: the timer did
@@ -497,6 +516,7 @@ void wait(waitable& w) {
   // The thread goes back to the application, which may not wait again for a long time:
   // what the handlers it ran here aggregated leaves now.
   if (run_work) flush_thread_lanes();
+  return w.ready();
 }
 
 // ---- termination detection ----------------------------------------------------------------
@@ -510,6 +530,16 @@ void detect_quiescence(node_runtime& n) {
   flush_thread_lanes();
   static std::atomic<std::uint64_t> waves{0};
   std::uint64_t previous_sent = ~0ull, previous_handled = ~0ull;
+  // Waves back off while the job is busy. Back to back, they kept the waiting thread in
+  // a loop of system messages, slot bookkeeping and clock reads (half the CPU of a
+  // one-worker node went there, issue 25), and at P nodes each wave is P messages from
+  // this node. Between waves the thread runs the node's work, or parks. The pause starts
+  // short, so a job that is nearly done is seen quickly, and doubles up to a cap that
+  // grows with the job (a wave's messages stay a small share of node 0's traffic).
+  using clock = std::chrono::steady_clock;
+  const auto longest_pause = std::chrono::microseconds(1000) * std::max<node_id>(1, n.size() / 64);
+  auto pause = std::chrono::microseconds(20);
+  ready_flag never;  // a pause is a timed wait on nothing
   for (;;) {
     // Keys of waves live in the upper half of the key space; collectives use the lower.
     const std::uint64_t key = (1ull << 63) | waves.fetch_add(1);
@@ -524,8 +554,13 @@ void detect_quiescence(node_runtime& n) {
     if (slot->sent == slot->handled && slot->sent == previous_sent &&
         slot->handled == previous_handled)
       return;
+    // Balanced totals that moved since the last wave: the confirming wave goes at once.
+    const bool maybe_done = slot->sent == slot->handled;
     previous_sent = slot->sent;
     previous_handled = slot->handled;
+    if (maybe_done) continue;
+    (void)wait_until(never, clock::now() + pause);
+    pause = std::min(pause * 2, longest_pause);
   }
 }
 

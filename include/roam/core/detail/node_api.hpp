@@ -23,6 +23,8 @@ namespace roam::detail {
 
 class node_runtime;
 struct fiber;
+class waitable;
+bool wait_until(waitable& w, std::chrono::steady_clock::time_point deadline);
 
 /// The node the calling thread belongs to (worker, communication or application thread of
 /// that node), or nullptr for threads that belong to no node.
@@ -135,7 +137,7 @@ class waitable {
   void mark_ready() noexcept;
 
  private:
-  friend void wait(waitable&);
+  friend bool wait_until(waitable&, std::chrono::steady_clock::time_point);
   friend void park_on(fiber*, void*);
   std::atomic<bool> ready_{false};
   std::atomic<int> waiters_{0};  // threads and fibers in wait()
@@ -156,6 +158,10 @@ class ready_flag : public waitable {
 /// application thread runs the node's work (and takes communication duty) while it waits,
 /// and parks when there is none. Other threads block.
 void wait(waitable& w);
+/// wait() with a deadline, for threads that are not fibers (an application thread runs its
+/// node's work until then, or parks); returns whether `w` became ready. On a fiber it
+/// throws roam::usage_error: a handler's waits have no deadline.
+bool wait_until(waitable& w, std::chrono::steady_clock::time_point deadline);
 
 /// Receiver of the reply to a call, living on the calling node until the reply arrives.
 class reply_target {
