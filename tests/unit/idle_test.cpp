@@ -63,32 +63,33 @@ TEST(Idle, AThreadWaitingForQuiescenceDoesNotSpin) {
   long_handler_started = false;
   release_long_handler = false;
   double share = 1;
-  ASSERT_EQ(roam::run(cfg,
-                      [&share] {
-                        // The worker holds this handler until the application thread has
-                        // waited 300 ms; nothing else is there to run.
-                        std::thread releaser;
-                        roam::send(0, [] {
-                          long_handler_started = true;
-                          while (!release_long_handler.load())
-                            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-                        });
-                        while (!long_handler_started.load())
-                          std::this_thread::sleep_for(std::chrono::milliseconds(1));
-                        releaser = std::thread([] {
-                          std::this_thread::sleep_for(std::chrono::milliseconds(300));
-                          release_long_handler = true;
-                        });
-                        const double cpu0 = thread_cpu_seconds();
-                        const auto start = std::chrono::steady_clock::now();
-                        roam::wait_quiescence();
-                        const double wall = std::chrono::duration<double>(
-                                                std::chrono::steady_clock::now() - start)
-                                                .count();
-                        share = (thread_cpu_seconds() - cpu0) / wall;
-                        releaser.join();
-                      }),
-            0);
+  ASSERT_EQ(
+      roam::run(
+          cfg,
+          [&share] {
+            // The worker holds this handler until the application thread has
+            // waited 300 ms; nothing else is there to run.
+            std::thread releaser;
+            roam::send(0, [] {
+              long_handler_started = true;
+              while (!release_long_handler.load())
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            });
+            while (!long_handler_started.load())
+              std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            releaser = std::thread([] {
+              std::this_thread::sleep_for(std::chrono::milliseconds(300));
+              release_long_handler = true;
+            });
+            const double cpu0 = thread_cpu_seconds();
+            const auto start = std::chrono::steady_clock::now();
+            roam::wait_quiescence();
+            const double wall =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            share = (thread_cpu_seconds() - cpu0) / wall;
+            releaser.join();
+          }),
+      0);
   // Back to back waves used the whole core; backing off uses about 6 %. The bound leaves
   // room for a slow (sanitized, oversubscribed) machine.
   EXPECT_LT(share, 0.5) << "the waiting thread used " << 100 * share << " % of a core";
