@@ -41,6 +41,7 @@ struct fiber {
   node_runtime* node = nullptr;
   fiber* next = nullptr;
   std::uint32_t handler = no_handler;  // what runs on it, for a stack overflow's report
+  const void* note = nullptr;          // exchange_fiber_note()
 #if ROAM_TSAN_FIBERS
   void* tsan = nullptr;
 #endif
@@ -71,6 +72,9 @@ struct thread_state {
   ~thread_state();
 };
 thread_local thread_state tl_state;
+// The fiber running on this thread, for the fault handler: a plain thread-local, readable
+// from a signal handler without the lazy set-up of tl_state (which has a destructor).
+thread_local const fiber* tl_running [[gnu::tls_model("initial-exec")]] = nullptr;
 
 // Fibers migrate between threads, and compilers may keep a thread-local's address in a
 // register across a call: every access after a possible switch goes through this call.
@@ -191,6 +195,7 @@ void give_back(fiber* f) {
 switch_request* enter(fiber* f) {
   thread_state& s = state();
   s.current = f;
+  tl_running = f;
 #if ROAM_TSAN_FIBERS
   if (!s.tsan_native) s.tsan_native = __tsan_get_current_fiber();
   __tsan_switch_to_fiber(f->tsan, 0);
@@ -206,6 +211,7 @@ switch_request* enter(fiber* f) {
 #endif
   f->context = back.fctx;
   state().current = nullptr;
+  tl_running = nullptr;
   return static_cast<switch_request*>(back.data);
 }
 
@@ -271,6 +277,7 @@ void run_item(work_item* w) {
   }
   f->item = w;
   f->node = current_node();
+  f->note = nullptr;
   f->handler = w->execute == &node_runtime::execute ? static_cast<message*>(w)->header.handler
                                                     : no_handler;
   switch_request* r = enter(f);
@@ -327,6 +334,21 @@ void register_sized_items(void (*execute)(work_item*),
   sized_execute.store(execute);
 }
 
+const void* exchange_fiber_note(const void* note) noexcept {
+  fiber* f = state().current;
+  if (!f) return nullptr;
+  const void* previous = f->note;
+  f->note = note;
+  return previous;
+}
+
+const void* fiber_note() noexcept {
+  const fiber* f = state().current;
+  return f ? f->note : nullptr;
+}
+
+const fiber* current_fiber() noexcept { return state().current; }
+
 void set_running_handler(std::uint32_t handler) noexcept {
   if (fiber* f = state().current) f->handler = handler;
 }
@@ -340,9 +362,9 @@ std::size_t stack_left() noexcept {
 }
 
 bool fiber_overflow_at(const void* address, fiber_overflow& report) noexcept {
-  // Read straight from the thread-local: this runs in a signal handler on the faulting
-  // thread, which cannot have switched fibers since the fault.
-  const fiber* f = tl_state.current;
+  // This runs in a signal handler on the faulting thread, which cannot have switched
+  // fibers since the fault.
+  const fiber* f = tl_running;
   if (!f) return false;
   const auto at = reinterpret_cast<std::uintptr_t>(address);
   const auto guard = reinterpret_cast<std::uintptr_t>(f->stack);

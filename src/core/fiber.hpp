@@ -35,6 +35,8 @@ bool run_one_item_of_my_node();
 
 /// True while the calling code runs on a fiber (inside a handler or tasklet).
 bool on_fiber() noexcept;
+/// The fiber the calling code runs on, or nullptr.
+const fiber* current_fiber() noexcept;
 
 /// Suspends the calling fiber. Once its context is saved, `park(f, arg)` runs on the
 /// thread's own stack and must arrange for resume_later(f) to be called (possibly at once).

@@ -381,6 +381,11 @@ std::uint64_t next_collective_sequence(node_runtime& n) noexcept {
 
 // ---- waiting ------------------------------------------------------------------------------
 
+void waitable::forbid_wait_from_this_fiber(std::string why) {
+  forbidden_waiter_ = current_fiber();
+  if (forbidden_waiter_) forbidden_why_ = std::make_unique<std::string>(std::move(why));
+}
+
 void waitable::mark_ready() noexcept {
   ready_.store(true, std::memory_order_seq_cst);
   if (waiters_.load(std::memory_order_seq_cst) == 0) return;
@@ -423,9 +428,15 @@ bool wait_until(waitable& w, std::chrono::steady_clock::time_point deadline) {
   flush_thread_lanes();
   w.waiters_.fetch_add(1, std::memory_order_seq_cst);
   if (on_fiber()) {
-    if (timed)
+    if (w.forbidden_waiter_ && w.forbidden_waiter_ == current_fiber() && !w.ready()) {
+      w.waiters_.fetch_sub(1);
+      throw usage_error(*w.forbidden_why_);
+    }
+    if (timed) {
+      w.waiters_.fetch_sub(1);
       throw usage_error("roam: a timed wait inside a handler (the runtime's own protocols wait "
                         "with a deadline only on application threads)");
+    }
     if (!w.ready()) suspend(park_on, &w);
     w.waiters_.fetch_sub(1);
     return true;

@@ -10,6 +10,7 @@
 #include <roam/core/detail/handler_registry.hpp>
 #include <roam/core/runtime.hpp>
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -38,16 +39,25 @@ void set_job_abort_hook(void (*hook)()) noexcept { abort_hook.store(hook); }
 namespace {
 
 std::atomic<bool> dying{false};
+std::atomic<pthread_t> dying_thread{};
 
-// Another thread is already taking the job down; do not interleave messages.
+// Another thread is already taking the job down; do not interleave messages. The same
+// thread again (its report overflowed the stack, or faulted) ends the process at once.
 [[noreturn]] void wait_for_the_end() noexcept {
+  if (pthread_equal(dying_thread.load(), pthread_self())) std::_Exit(EXIT_FAILURE);
   for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+bool start_dying() noexcept {
+  if (dying.exchange(true)) return false;
+  dying_thread.store(pthread_self());
+  return true;
 }
 
 }  // namespace
 
 void fatal_from_signal(const char* line, std::size_t bytes) noexcept {
-  if (dying.exchange(true)) wait_for_the_end();
+  if (!start_dying()) wait_for_the_end();
   while (bytes > 0) {
     const ssize_t written = ::write(STDERR_FILENO, line, bytes);
     if (written <= 0) break;
@@ -59,7 +69,7 @@ void fatal_from_signal(const char* line, std::size_t bytes) noexcept {
 }
 
 void fatal(const std::string& what) noexcept {
-  if (dying.exchange(true)) wait_for_the_end();
+  if (!start_dying()) wait_for_the_end();
   node_runtime* n = current_node();
   if (n)
     std::fprintf(stderr, "roam: fatal error on node %u: %s\n", n->id(), what.c_str());

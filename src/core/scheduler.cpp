@@ -131,6 +131,10 @@ work_item* scheduler::find_work(int self) noexcept {
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (padded_queue* q = own_resumed())
       if (work_item* w = q->queue.pop()) return w;  // begun work first
+    // Fibers the application thread resumed (a promise it set, a mutex it passed on):
+    // begun work too, and that thread may run user code for long.
+    if (self >= 0)
+      if (work_item* w = resumed_.back()->queue.pop()) return w;
     if (work_stealing_deque* d = own_deque())
       if (work_item* w = d->pop()) return w;  // newest own tasklet first (work-first)
     if (self >= 0)
@@ -146,8 +150,6 @@ work_item* scheduler::find_work(int self) noexcept {
         if (work_item* w = queues_[victim]->queue.pop()) return w;
       }
     }
-    if (self >= 0)  // the application thread's resumed fibers, when it runs other work
-      if (work_item* w = resumed_.back()->queue.pop()) return w;
     if (work_item* w = steal_tasklet()) return w;
     // A scheduling policy's handlers come after the node's own work: that is runtime
     // protocol (objects arriving, replies, resumed tasks) which they may be waiting for.

@@ -58,9 +58,14 @@ void pass_on(int signal, siginfo_t* info, void* context) noexcept {
     previous.sa_handler(signal);
     return;
   }
-  // The default action: returning re-executes the faulting instruction, which faults
-  // again and now ends the process as it would have without roam.
-  ::signal(signal, SIG_DFL);
+  // The default action. Returning re-executes a faulting instruction, which faults again
+  // and now ends the process as it would have without roam; a signal sent by kill() or
+  // raise() is not repeated, so it is raised again.
+  struct sigaction fallback {};
+  fallback.sa_handler = SIG_DFL;
+  sigemptyset(&fallback.sa_mask);
+  sigaction(signal, &fallback, nullptr);
+  if (info->si_code <= 0) raise(signal);
 }
 
 void on_fault(int signal, siginfo_t* info, void* context) {
@@ -89,13 +94,21 @@ void on_fault(int signal, siginfo_t* info, void* context) {
   fatal_from_signal(line.text, line.used);
 }
 
+// The handler formats one line and calls the job's abort hook (MPI_Abort under mpi):
+// 64 KiB holds that with a wide margin, where SIGSTKSZ may not.
+constexpr std::size_t alternate_stack_bytes = 64 * 1024;
+
 struct alternate_stack {
   void* base = nullptr;
   std::size_t bytes = 0;
+  stack_t previous{};
   alternate_stack() {
-    // The handler formats one line and calls the job's abort hook (MPI_Abort under mpi):
-    // 64 KiB holds that with a wide margin, where SIGSTKSZ may not.
-    bytes = std::max<std::size_t>(64 * 1024, static_cast<std::size_t>(SIGSTKSZ));
+    // A large enough stack the thread has already (a sanitizer's, the application's) is
+    // kept: replacing it would leak it, or break its owner.
+    if (sigaltstack(nullptr, &previous) == 0 && !(previous.ss_flags & SS_DISABLE) &&
+        previous.ss_size >= alternate_stack_bytes)
+      return;
+    bytes = std::max<std::size_t>(alternate_stack_bytes, static_cast<std::size_t>(SIGSTKSZ));
     base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (base == MAP_FAILED) {
       base = nullptr;
@@ -110,7 +123,7 @@ struct alternate_stack {
     if (!base) return;
     stack_t off{};
     off.ss_flags = SS_DISABLE;
-    sigaltstack(&off, nullptr);
+    sigaltstack(previous.ss_sp && !(previous.ss_flags & SS_DISABLE) ? &previous : &off, nullptr);
     munmap(base, bytes);
   }
   alternate_stack(const alternate_stack&) = delete;

@@ -22,6 +22,13 @@ enum object_message_stage : std::uint8_t {
 
 using message_list = std::vector<message_ptr>;
 
+/// What a fiber running an object handler notes (exchange_fiber_note): the object it holds
+/// and how.
+struct held_object {
+  object_id target;
+  std::uint8_t access = 0;  ///< roam::access
+};
+
 directory& directory_of(node_runtime& n) noexcept;
 
 object_message_header read_object_header(const message& m);

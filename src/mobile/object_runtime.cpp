@@ -340,6 +340,13 @@ void run_granted(node_runtime& n, object_entry& e, message_ptr& m, const object_
   const bool measure = hooks && hooks->measure_run_time;
   const auto started =
       measure ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  // The fiber notes the object it holds: a handler that waits for an operation needing
+  // that access (its own object's migration) is told instead of waiting forever.
+  const held_object held{oh.target, oh.access};
+  struct restore_note {
+    const void* previous;
+    ~restore_note() { exchange_fiber_note(previous); }
+  } restore{exchange_fiber_note(&held)};
   try {
     if (oh.operation != operation_none) {
       run_operation(n, e, m, oh);

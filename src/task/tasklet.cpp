@@ -57,6 +57,10 @@ void park_join(fiber* f, void* arg) {
 
 void spawn_tasklet(tasklet* t) {
   (void)sized_registered;
+  constexpr std::size_t largest_stack = std::size_t{1} << 30;  // as --roam-stack-size
+  if (t->stack_bytes > largest_stack)
+    throw usage_error("roam::spawn: roam::stack_size{" + std::to_string(t->stack_bytes) +
+                      "} exceeds the largest stack, 1 GiB");
   t->execute = t->stack_bytes > fiber_stack_size() ? &run_sized_tasklet : &run_tasklet;
   node_runtime* n = current_node();
   if (!n) throw usage_error("roam::spawn called from a thread that belongs to no node");

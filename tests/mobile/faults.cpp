@@ -1,7 +1,7 @@
 // Faults with mobile objects that must stop the job with a precise message (run by
 // ctest, which checks the exit status and the text).
 //   mobile_faults send-to-destroyed | channel-to-destroyed | send-throws | send-wrong-type |
-//                 forged-stage | none
+//                 forged-stage | wait-own-migration | wait-own-destroy | none
 #include <roam/roam.hpp>
 
 #include <cstdio>
@@ -64,6 +64,12 @@ int main(int argc, char** argv) {
       roam::detail::seal(m->header);
       std::vector<std::byte> bytes(m->wire_data(), m->wire_data() + m->wire_size());
       roam::detail::send_raw_for_testing(roam::num_nodes() - 1, std::move(bytes));
+    } else if (mode == "wait-own-migration") {
+      // The migration needs the object, which the waiting handler holds: it never comes.
+      a.send([](account&, roam::mobile_ptr<account> self) { roam::migrate(self, 0).get(); }, a);
+    } else if (mode == "wait-own-destroy") {
+      a.send([](const account&, roam::mobile_ptr<account> self) { roam::destroy(self).get(); },
+             a);
     } else if (mode != "none") {
       std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
       std::exit(2);

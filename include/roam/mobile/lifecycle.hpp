@@ -120,7 +120,8 @@ mobile_ptr<T> make_mobile(placement at, Args&&... args) {
 /// Moves the object to node `dest`. The future is ready once it is installed there.
 /// Handlers waiting for the object move with it; messages sent to the old node are
 /// forwarded. Inside a handler on the same object, do not wait on the future: the
-/// migration runs after that handler returns.
+/// migration runs after that handler returns, so such a wait throws roam::usage_error
+/// (the same holds for destroy, and for locate from an exclusive handler).
 template <class T>
 future<void> migrate(const mobile_ptr<T>& p, node_id dest) {
   return detail::migrate_object(p.id(), dest);

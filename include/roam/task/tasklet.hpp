@@ -84,8 +84,9 @@ struct tasklet_impl final : tasklet_of<R> {
 
 /// A larger stack for one tasklet: `roam::spawn(roam::stack_size{1 << 20}, f)` runs `f` on
 /// a stack of at least that many bytes (a request below the --roam-stack-size setting gets
-/// the setting). Such a tasklet always runs on a fiber of its own (never inline on its
-/// joiner's stack), created for it and freed after it.
+/// the setting; more than 1 GiB is a roam::usage_error). A tasklet that asks for more
+/// than the setting runs on a fiber of its own (never inline on its joiner's stack),
+/// created for it and freed after it.
 struct stack_size {
   std::size_t bytes = 0;
 };

@@ -124,10 +124,22 @@ class deserialization_error : public error {
   using error::error;
 };
 
+/// A note of what the calling fiber works on, opaque to the core (the mobile-object layer
+/// notes the object message whose handler runs, to catch a handler waiting for its own
+/// object). Returns the previous note; off a fiber it notes nothing and returns nullptr.
+const void* exchange_fiber_note(const void* note) noexcept;
+/// The calling fiber's note, or nullptr (no note, or not on a fiber).
+const void* fiber_note() noexcept;
+
 /// Something that becomes ready once (future states, runtime flags) and that threads of a
 /// node can wait for while running other work.
 class waitable {
  public:
+  /// The calling fiber can never see this ready (it holds what readiness needs): a wait
+  /// on it from that fiber throws roam::usage_error with `why` instead of hanging.
+  /// Call before the waitable is shared with other threads.
+  void forbid_wait_from_this_fiber(std::string why);
+
   // seq_cst: it is the re-check of a store-then-load handshake with mark_ready() (a waiter
   // raises waiters_, then reads ready_; the setter stores ready_, then reads waiters_).
   bool ready() const noexcept { return ready_.load(std::memory_order_seq_cst); }
@@ -145,6 +157,8 @@ class waitable {
   std::mutex lock_;                        // guards suspended_; used by foreign_ready_
   std::condition_variable foreign_ready_;  // threads outside any node block here
   fiber* suspended_ = nullptr;             // fibers suspended in wait(), resumed when ready
+  const fiber* forbidden_waiter_ = nullptr;  // see forbid_wait_from_this_fiber
+  std::unique_ptr<std::string> forbidden_why_;
 };
 
 /// A one-shot flag threads can wait on with detail::wait.
