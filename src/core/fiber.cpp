@@ -278,8 +278,8 @@ void run_item(work_item* w) {
   f->item = w;
   f->node = current_node();
   f->note = nullptr;
-  f->handler = w->execute == &node_runtime::execute ? static_cast<message*>(w)->header.handler
-                                                    : no_handler;
+  f->handler =
+      w->execute == &node_runtime::execute ? static_cast<message*>(w)->header.handler : no_handler;
   switch_request* r = enter(f);
   if (r->done)
     give_back(f);

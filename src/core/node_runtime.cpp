@@ -434,8 +434,9 @@ bool wait_until(waitable& w, std::chrono::steady_clock::time_point deadline) {
     }
     if (timed) {
       w.waiters_.fetch_sub(1);
-      throw usage_error("roam: a timed wait inside a handler (the runtime's own protocols wait "
-                        "with a deadline only on application threads)");
+      throw usage_error(
+          "roam: a timed wait inside a handler (the runtime's own protocols wait "
+          "with a deadline only on application threads)");
     }
     if (!w.ready()) suspend(park_on, &w);
     w.waiters_.fetch_sub(1);
@@ -510,8 +511,7 @@ bool wait_until(waitable& w, std::chrono::steady_clock::time_point deadline) {
     const std::uint64_t epoch = s.waiter_epoch();
     if (!w.ready()) {
       bool duty = false;
-      auto sleep =
-          s.has_progress() ? s.take_poll_duty(duty) : std::chrono::microseconds(1000);
+      auto sleep = s.has_progress() ? s.take_poll_duty(duty) : std::chrono::microseconds(1000);
       if (timed)
         sleep = std::min(sleep, std::chrono::ceil<std::chrono::microseconds>(
                                     std::max(deadline - clock::now(), clock::duration::zero())));

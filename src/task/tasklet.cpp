@@ -31,12 +31,11 @@ void run_tasklet(work_item* w) {
 // The same for a tasklet that asked for a larger stack: run_item gives it a fiber of its
 // size, recognising it by this function.
 void run_sized_tasklet(work_item* w) { run_tasklet(w); }
-const bool sized_registered = (register_sized_items(&run_sized_tasklet,
-                                                    [](const work_item* w) {
-                                                      return static_cast<const tasklet*>(w)
-                                                          ->stack_bytes;
-                                                    }),
-                               true);
+const bool sized_registered =
+    (register_sized_items(
+         &run_sized_tasklet,
+         [](const work_item* w) { return static_cast<const tasklet*>(w)->stack_bytes; }),
+     true);
 
 // Whether the calling thread may run `t` on its own stack now: not a tasklet that needs a
 // larger stack, and only while more than half of the caller's stack is left, so that

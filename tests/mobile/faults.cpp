@@ -68,8 +68,7 @@ int main(int argc, char** argv) {
       // The migration needs the object, which the waiting handler holds: it never comes.
       a.send([](account&, roam::mobile_ptr<account> self) { roam::migrate(self, 0).get(); }, a);
     } else if (mode == "wait-own-destroy") {
-      a.send([](const account&, roam::mobile_ptr<account> self) { roam::destroy(self).get(); },
-             a);
+      a.send([](const account&, roam::mobile_ptr<account> self) { roam::destroy(self).get(); }, a);
     } else if (mode != "none") {
       std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
       std::exit(2);

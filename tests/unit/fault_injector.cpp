@@ -160,7 +160,9 @@ int main(int argc, char** argv) {
         roam::send(1, overflowing_tasklet, 1000000L);
       } else if (mode == "deep-handler") {
         // ~600 KB of frames: fits the stack of --roam-stack-size 4M, not the default.
-        roam::call(1, [](long depth) { return recurse(depth); }, 2000L).get();
+        roam::call(
+            1, [](long depth) { return recurse(depth); }, 2000L)
+            .get();
       } else if (mode == "deep-tasklet") {
         // The same depth in a tasklet that asks for its own 4 MiB stack.
         roam::call(

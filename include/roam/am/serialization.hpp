@@ -31,8 +31,13 @@
 #include <cereal/types/vector.hpp>
 
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
+#include <variant>
 
 namespace roam::detail {
 
@@ -198,6 +203,36 @@ inline constexpr bool is_serializable =
     !std::is_pointer_v<T> && (is_bitwise_serializable<T> ||
                               (cereal::traits::is_output_serializable<T, output_archive>::value &&
                                cereal::traits::is_input_serializable<T, input_archive>::value));
+
+/// Whether T and everything a standard container or wrapper in it holds can be sent.
+/// cereal's traits accept std::vector<X> whatever X is and fail deep inside its own code,
+/// with a message that names neither the argument nor the handler; this looks inside.
+template <class T, class = void>
+struct deeply_serializable : std::bool_constant<is_serializable<T>> {};
+template <class T>
+inline constexpr bool deeply_serializable_v = deeply_serializable<std::remove_cv_t<T>>::value;
+// Containers (vector, deque, list, sets, arrays...): their elements; maps: keys and values.
+template <class T>
+struct deeply_serializable<
+    T, std::void_t<typename T::value_type, decltype(std::declval<const T&>().begin()),
+                   std::enable_if_t<!is_bitwise_serializable<T> &&
+                                    !std::is_same_v<T, std::basic_string<typename T::value_type>>>>>
+    : std::bool_constant<is_serializable<T> && deeply_serializable_v<typename T::value_type>> {};
+template <class A, class B>
+struct deeply_serializable<std::pair<A, B>>
+    : std::bool_constant<deeply_serializable_v<A> && deeply_serializable_v<B>> {};
+template <class... E>
+struct deeply_serializable<std::tuple<E...>>
+    : std::bool_constant<(deeply_serializable_v<E> && ...)> {};
+template <class... E>
+struct deeply_serializable<std::variant<E...>>
+    : std::bool_constant<(deeply_serializable_v<E> && ...)> {};
+template <class E>
+struct deeply_serializable<std::optional<E>> : std::bool_constant<deeply_serializable_v<E>> {};
+template <class E>
+struct deeply_serializable<std::unique_ptr<E>> : std::bool_constant<deeply_serializable_v<E>> {};
+template <class E>
+struct deeply_serializable<std::shared_ptr<E>> : std::bool_constant<deeply_serializable_v<E>> {};
 
 template <class T>
 void write_value(message_writer& w, const T& value) {

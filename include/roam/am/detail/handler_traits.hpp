@@ -84,20 +84,42 @@ decltype(auto) pass_argument(V& stored) {
     return std::move(stored);
 }
 
+/// Checks parameter `Index` (from 0) of handler `Handler`: the compiler's note on a failed
+/// assertion names this template's arguments, so the handler and the argument are named.
+template <class Handler, std::size_t Index, class Parameter>
+struct check_handler_parameter {
+  static_assert(!std::is_pointer_v<Parameter>, "roam: handler parameters cannot be raw pointers");
+  static_assert(std::is_default_constructible_v<Parameter>,
+                "roam: handler parameter types must be default constructible");
+  static_assert(!is_serializable<Parameter> || has_top_level_codec<Parameter>::value ||
+                    deeply_serializable_v<Parameter>,
+                "roam: a parameter of this handler holds a type that cannot be sent, inside a "
+                "container or wrapper (see Index and Parameter in this check's arguments): give "
+                "that type `template <class Ar> void serialize(Ar& ar)`, or make it trivially "
+                "copyable");
+  static constexpr bool ok = true;
+};
+
 template <class H>
 void check_handler_type() {
   using traits = handler_traits<H>;
   static_assert(traits::is_function_pointer || std::is_empty_v<H> || is_serializable<H>,
                 "roam: a handler must be a function, a stateless lambda or a serializable function "
                 "object; lambdas with captures cannot be sent (pass the values as arguments)");
-  static_assert(traits::is_function_pointer || std::is_default_constructible_v<H>,
-                "roam: a function-object handler must be default constructible");
-  []<class... P>(std::tuple<P...>*) {
-    static_assert((!std::is_pointer_v<std::decay_t<P>> && ...),
-                  "roam: handler parameters cannot be raw pointers");
-    static_assert((std::is_default_constructible_v<std::decay_t<P>> && ...),
-                  "roam: handler parameter types must be default constructible");
-  }(static_cast<typename traits::params*>(nullptr));
+  static_assert(
+      traits::is_function_pointer || std::is_empty_v<H> || std::is_default_constructible_v<H>,
+      "roam: this handler is a lambda with captures (or a function object without a "
+      "default constructor): captures are not allowed, because the receiving node "
+      "rebuilds a handler from its type (and a function object's serialized state), "
+      "and a lambda with captures cannot be constructed there; pass the captured "
+      "values as arguments, or write a function object with a default constructor "
+      "and `serialize`");
+  []<std::size_t... I>(std::index_sequence<I...>) {
+    (void)(check_handler_parameter<
+               H, I, std::decay_t<std::tuple_element_t<I, typename traits::params>>>::ok &&
+           ...);
+  }
+  (std::make_index_sequence<std::tuple_size_v<typename traits::params>>{});
 }
 
 std::string describe_exception(const std::exception_ptr& e, std::string& type);

@@ -154,9 +154,9 @@ class waitable {
   std::atomic<bool> ready_{false};
   std::atomic<int> waiters_{0};  // threads and fibers in wait()
   std::atomic<node_runtime*> waiting_node_{nullptr};
-  std::mutex lock_;                        // guards suspended_; used by foreign_ready_
-  std::condition_variable foreign_ready_;  // threads outside any node block here
-  fiber* suspended_ = nullptr;             // fibers suspended in wait(), resumed when ready
+  std::mutex lock_;                          // guards suspended_; used by foreign_ready_
+  std::condition_variable foreign_ready_;    // threads outside any node block here
+  fiber* suspended_ = nullptr;               // fibers suspended in wait(), resumed when ready
   const fiber* forbidden_waiter_ = nullptr;  // see forbid_wait_from_this_fiber
   std::unique_ptr<std::string> forbidden_why_;
 };
