@@ -370,7 +370,7 @@ bool fiber_overflow_at(const void* address, fiber_overflow& report) noexcept {
   const auto guard = reinterpret_cast<std::uintptr_t>(f->stack);
   const std::size_t page = page_bytes();
   // The guard page, or just below it: a frame larger than a page can jump over it.
-  constexpr std::uintptr_t jump = 256 * 1024;
+  constexpr std::uintptr_t jump = std::uintptr_t{256} * 1024;
   if (at >= guard + page || at + jump < guard) return false;
   report.node = f->node ? f->node->id() : ~node_id{0};
   report.handler = f->handler;

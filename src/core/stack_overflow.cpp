@@ -96,7 +96,7 @@ void on_fault(int signal, siginfo_t* info, void* context) {
 
 // The handler formats one line and calls the job's abort hook (MPI_Abort under mpi):
 // 64 KiB holds that with a wide margin, where SIGSTKSZ may not.
-constexpr std::size_t alternate_stack_bytes = 64 * 1024;
+constexpr std::size_t alternate_stack_bytes = std::size_t{64} * 1024;
 
 struct alternate_stack {
   void* base = nullptr;

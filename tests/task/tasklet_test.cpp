@@ -200,6 +200,7 @@ long oldest_first(int depth) {
   }
   if (depth == 0) return 1;
   std::vector<roam::task<long>> children;
+  children.reserve(4);
   for (int c = 0; c < 4; ++c)
     children.push_back(roam::spawn([depth] { return oldest_first(depth - 1); }));
   long total = 1;
