@@ -219,6 +219,20 @@ TEST_P(Tasklets, OldestFirstJoinsOfALargeTreeKeepFewFibers) {
             0);
 }
 
+TEST(TaskletStacks, AStackAboveOneGiBIsRefused) {
+  ASSERT_EQ(
+      roam::run(with_workers(1),
+                [] {
+                  EXPECT_THROW((void)roam::spawn(roam::stack_size{(std::size_t{1} << 30) + 1},
+                                                 [] { return 1; }),
+                               roam::usage_error);
+                  EXPECT_EQ(
+                      roam::spawn(roam::stack_size{std::size_t{1} << 20}, [] { return 7; }).join(),
+                      7);
+                }),
+      0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Workers, Tasklets, ::testing::Values(1u, 2u, 4u));
 
 TEST(TaskletWakeUp, ParkedWorkersAreWokenToStealFromAWaitingApplicationThread) {
