@@ -8,6 +8,7 @@
 #include "scheduler.hpp"
 
 #include <roam/core/detail/aggregation.hpp>
+#include <roam/core/detail/function_table.hpp>
 #include <roam/core/detail/handler_registry.hpp>
 
 #include <algorithm>
@@ -93,16 +94,17 @@ void run_bundle(node_runtime& node, message_ptr& m) {
     if (e->batch) {
       set_running_handler(g.handler);  // a stack overflow names it too
       // Errors name the channel's handler, not the bundle that carried it.
+      const auto name = [&] { return handler_display_name(e->name, e->names_function ? g.function : 0); };
       try {
         e->batch(node, h.source, p, g.bytes, g.count, g.function);
       } catch (const deserialization_error& ex) {
-        fatal("malformed records for handler '" + std::string(e->name) +
+        fatal("malformed records for handler '" + name() +
               "' in a bundle from node " + std::to_string(h.source) + ": " + ex.what());
       } catch (const std::exception& ex) {
-        fatal("handler '" + std::string(e->name) + "' (a channel message from node " +
+        fatal("handler '" + name() + "' (a channel message from node " +
               std::to_string(h.source) + ") threw " + type_name_of(typeid(ex)) + ": " + ex.what());
       } catch (...) {
-        fatal("handler '" + std::string(e->name) + "' (a channel message from node " +
+        fatal("handler '" + name() + "' (a channel message from node " +
               std::to_string(h.source) + ") threw an exception not derived from std::exception");
       }
     } else {

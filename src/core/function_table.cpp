@@ -71,6 +71,15 @@ const void* decode_function(std::uint64_t token) noexcept {
   return nullptr;
 }
 
+bool locate_function(std::uint64_t token, std::string& file, std::uintptr_t& offset) {
+  if (!decode_function(token)) return false;
+  const auto& m = table().modules[token >> offset_bits];
+  // The executable appears without a path; its file is reachable as /proc/self/exe.
+  file = m.name == "<executable>" ? "/proc/self/exe" : m.name;
+  offset = token & ((std::uint64_t{1} << offset_bits) - 1);
+  return true;
+}
+
 std::string module_fingerprint() {
   load_module_table();
   std::ostringstream os;

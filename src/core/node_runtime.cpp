@@ -5,6 +5,7 @@
 
 #include "../common/thread_name.hpp"
 
+#include <roam/core/detail/function_table.hpp>
 #include <roam/core/detail/handler_registry.hpp>
 #include <roam/core/runtime.hpp>
 
@@ -26,7 +27,7 @@ std::string describe(const message_header& h) {
   const handler_entry* e = handler_registry::find(h.handler);
   std::string text = "handler '";
   if (e)
-    text += e->name;
+    text += handler_display_name(e->name, e->names_function ? h.function : 0);
   else {
     text += '#';
     text += std::to_string(h.handler);

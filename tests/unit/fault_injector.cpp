@@ -119,6 +119,9 @@ int main(int argc, char** argv) {
       } else if (mode == "channel-throws") {
         auto ch = roam::channel([](int) { throw std::runtime_error("boom from a channel"); });
         ch(1, 5);
+      } else if (mode == "channel-function-throws") {
+        auto ch = roam::channel(throwing_handler);
+        ch(1, 5);
       } else if (mode == "corrupt-bundle") {
         roam::detail::group_header g;  // announces more record bytes than follow it
         g.handler = id_of_channel_handler();

@@ -137,10 +137,11 @@ auto read_arguments(message_reader& r) {
 
 /// Runs `body` for a request that wants a reply, and sends the reply: its value, or the
 /// description of the exception it threw (type, what, handler name) as an error reply.
-/// `request.source` and `request.reply_to` say where the reply goes.
+/// `request.source` and `request.reply_to` say where the reply goes. With `by_symbol`, the
+/// error names the function `request.function` points to (free-function handlers).
 template <class Result, class Body>
 void run_and_reply(node_runtime& node, const message_header& request, std::string_view handler,
-                   Body&& body) {
+                   Body&& body, bool by_symbol = false) {
   message_ptr reply = message::allocate(64);
   message_writer w(reply);
   bool failed = false;
@@ -158,7 +159,8 @@ void run_and_reply(node_runtime& node, const message_header& request, std::strin
     message_writer error_writer(reply);
     write_value(error_writer, type);
     write_value(error_writer, what);
-    write_value(error_writer, std::string(handler));
+    write_value(error_writer, by_symbol ? handler_display_name(handler, request.function)
+                                        : std::string(handler));
     error_writer.finish();
     failed = true;
   }
@@ -213,12 +215,14 @@ struct am_handler {
       call(fn, args, seq);
       return;
     }
-    run_and_reply<typename traits::result>(node, h, entry.name,
-                                           [&]() -> decltype(auto) { return call(fn, args, seq); });
+    run_and_reply<typename traits::result>(
+        node, h, entry.name, [&]() -> decltype(auto) { return call(fn, args, seq); },
+        traits::is_function_pointer);
   }
 
   static constexpr std::string_view name = type_name<H>();
-  static inline handler_entry entry{name, &invoke};
+  static inline handler_entry entry{name, &invoke, ~0u, nullptr, nullptr,
+                                    traits::is_function_pointer};
   static inline const bool registered = handler_registry::add(&entry);
 };
 

@@ -42,6 +42,9 @@ struct handler_entry {
   std::uint32_t id = ~0u;          ///< assigned by handler_registry::seal()
   admit_function admit = nullptr;  ///< optional, see admit_function
   batch_function batch = nullptr;  ///< channel handlers: runs the records of a group
+  /// The handler is a free function travelling as a function token (message_header::
+  /// function): errors name it by that function's symbol (handler_display_name).
+  bool names_function = false;
 };
 
 class handler_registry {
