@@ -559,7 +559,9 @@ void detect_quiescence(node_runtime& n) {
         n, key, [] { return std::shared_ptr<void>(std::make_shared<wave_slot>()); }));
     for (node_id d = 0; d < n.size(); ++d)
       post(n, make_system_message(d, request_handler, &key, sizeof key));
+    const auto sent_at = clock::now();
     wait(slot->done);
+    const auto took = clock::now() - sent_at;
     erase_rendezvous_slot(n, key);
     // Counters only grow. Two consecutive waves that read the same totals mean no counter
     // moved between them, so at the instant between the waves all sent messages were handled.
@@ -571,7 +573,10 @@ void detect_quiescence(node_runtime& n) {
     previous_sent = slot->sent;
     previous_handled = slot->handled;
     if (maybe_done) continue;
-    (void)wait_until(never, clock::now() + pause);
+    // A wave that waited for busy nodes (their workers all in long handlers) has already
+    // spaced the waves out: pausing on top of it only delays seeing the end (by up to a
+    // whole pause after the last handler, 0.4 % of a 260 ms iteration in lb_synthetic).
+    if (took < pause) (void)wait_until(never, sent_at + pause);
     pause = std::min(pause * 2, longest_pause);
   }
 }
