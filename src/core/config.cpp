@@ -180,8 +180,9 @@ const std::vector<setting>& settings() {
          c.lb_neighbors = parse_count(v, o, 1, 4096);
        }},
       {"lb-tolerance", "ROAM_LB_TOLERANCE", "0..10",
-       "greedy_refine: allowed load above the average; diffusion: relative load difference "
-       "worth a request (a fraction; default 0.05)",
+       "greedy_refine: the makespan above the lower bound it leaves alone, and the least gain "
+       "worth moving for; diffusion: relative load difference worth a request (a fraction; "
+       "default 0.05)",
        false,
        [](config& c, std::string_view v, const std::string& o) {
          c.lb_tolerance = parse_real(v, o, 0, 10);

@@ -317,6 +317,9 @@ node_runtime& require_node(const char* caller) {
 
 node_id id_of(const node_runtime& n) noexcept { return n.id(); }
 node_id size_of(const node_runtime& n) noexcept { return n.size(); }
+unsigned workers_of(const node_runtime& n) noexcept {
+  return n.sched().workers();
+}
 
 void post(node_runtime& from, message_ptr m) {
   message_header& h = m->header;

@@ -31,6 +31,7 @@ class node_runtime {
   node_id size() const noexcept;
   process_runtime& process() noexcept { return process_; }
   scheduler& sched() noexcept { return scheduler_; }
+  const scheduler& sched() const noexcept { return scheduler_; }
 
   /// Queues a message this node sent to itself.
   void accept_local(message_ptr m) noexcept;

@@ -246,6 +246,9 @@ std::vector<object_info> local_objects() {
 }
 
 double local_load() { return detail::resident_load(detail::require_node("roam::lb::local_load")); }
+unsigned local_workers() {
+  return detail::workers_of(detail::require_node("roam::lb::local_workers"));
+}
 
 bool move_object(const object_id& id, node_id dest) {
   auto& n = detail::require_node("roam::lb::move_object");

@@ -4,6 +4,8 @@
 // GreedyRefine idea (move few objects, from the most to the least loaded nodes).
 #include "builtin_policies.hpp"
 
+#include "refine_plan.hpp"
+
 #include <roam/core/runtime.hpp>
 
 #include <algorithm>
@@ -322,19 +324,10 @@ class master_worker final : public distributing_policy {
 
 // ---- greedy_refine ---------------------------------------------------------------------------
 
-struct object_report {
-  object_id id;
-  double load = 0;     ///< all of its pending work
-  double movable = 0;  ///< the part that moves with it (not started)
-  template <class Ar>
-  void serialize(Ar& ar) {
-    ar(id, load, movable);
-  }
-};
-
-/// Node 0 gathers every object's load each period and moves the fewest objects that bring
-/// every node within the tolerance of the average (Charm++'s GreedyRefine idea): for
-/// iterative applications, whose objects' loads persist (report them with load()).
+/// Node 0 gathers every object's load and every node's worker count each period and moves
+/// the objects refine_plan() chooses (after Charm++'s GreedyRefine: greedy placement that
+/// keeps objects where they are when that costs nothing): for iterative applications,
+/// whose objects' loads persist (report them with load()).
 class greedy_refine final : public distributing_policy {
  public:
   explicit greedy_refine(const config& c) : tolerance_(c.lb_tolerance) {}
@@ -352,65 +345,33 @@ class greedy_refine final : public distributing_policy {
       send_control(k, &greedy_refine::on_report_request);
   }
 
-  /// The moves that bring every node within `tolerance` of the average: repeatedly the
-  /// largest movable object of the most loaded node that fits into its gap to the least
-  /// loaded one (work that has started stays where it is).
-  static std::vector<std::pair<object_id, std::pair<node_id, node_id>>> plan(
-      std::vector<std::vector<object_report>> objects, double tolerance) {
-    const std::size_t nodes = objects.size();
-    std::vector<double> load(nodes, 0);
-    double total = 0;
-    for (std::size_t k = 0; k < nodes; ++k) {
-      for (auto& o : objects[k]) load[k] += o.load;
-      total += load[k];
-      std::sort(objects[k].begin(), objects[k].end(),
-                [](auto& a, auto& b) { return a.movable > b.movable; });
-    }
-    const double limit = total / static_cast<double>(nodes) * (1 + tolerance);
-    std::vector<std::pair<object_id, std::pair<node_id, node_id>>> moves;
-    for (std::size_t step = 0; total > 0 && step < 4096; ++step) {
-      const auto heavy =
-          static_cast<std::size_t>(std::max_element(load.begin(), load.end()) - load.begin());
-      const auto light =
-          static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-      if (load[heavy] <= limit || heavy == light) break;
-      const double gap = load[heavy] - load[light];
-      auto& candidates = objects[heavy];
-      auto it = std::find_if(candidates.begin(), candidates.end(),
-                             [gap](auto& o) { return o.movable > 0 && o.movable < gap; });
-      if (it == candidates.end()) break;
-      load[heavy] -= it->movable;
-      load[light] += it->movable;
-      moves.push_back({it->id, {static_cast<node_id>(heavy), static_cast<node_id>(light)}});
-      candidates.erase(it);  // moved once per round
-    }
-    return moves;
-  }
-
  private:
   static void on_report_request() {
-    std::vector<object_report> loads;
+    node_report mine;
+    mine.workers = local_workers();
     for (const auto& o : local_objects())
-      if (o.load() > 0) loads.push_back({o.id, o.load(), movable_load(o)});
-    send_control(0, &greedy_refine::on_report, roam::this_node(), loads);
+      if (o.load() > 0) mine.objects.push_back({o.id, o.load(), movable_load(o)});
+    send_control(0, &greedy_refine::on_report, roam::this_node(), mine);
   }
-  static void on_report(node_id from, std::vector<object_report> loads) {
-    this_policy_as<greedy_refine>().report(from, std::move(loads));
+  static void on_report(node_id from, node_report report) {
+    this_policy_as<greedy_refine>().report(from, std::move(report));
   }
   static void on_move(object_id id, node_id dest) {
     (void)this_policy_as<greedy_refine>().move(id, dest);
   }
 
-  void report(node_id from, std::vector<object_report> loads) {
-    std::vector<std::vector<object_report>> all;
+  void report(node_id from, node_report report) {
+    std::vector<node_report> all;
     {
       std::lock_guard guard(lock_);
-      if (from < reports_.size()) reports_[from] = std::move(loads);
+      if (from < reports_.size()) reports_[from] = std::move(report);
       if (--awaiting_ > 0) return;
       all = std::move(reports_);
     }
-    for (auto& [id, route] : plan(std::move(all), tolerance_))
-      send_control(route.first, &greedy_refine::on_move, id, route.second);
+    in_flight_.correct(all);
+    const auto moves = refine_plan(all, tolerance_);
+    in_flight_.ordered(moves, all);
+    for (const auto& m : moves) send_control(m.from, &greedy_refine::on_move, m.id, m.to);
     std::lock_guard guard(lock_);
     round_active_ = false;
   }
@@ -419,7 +380,8 @@ class greedy_refine final : public distributing_policy {
   std::mutex lock_;
   bool round_active_ = false;
   std::size_t awaiting_ = 0;
-  std::vector<std::vector<object_report>> reports_;
+  std::vector<node_report> reports_;
+  moves_in_flight in_flight_;  // used by the last report's thread, one round at a time
 };
 
 }  // namespace

@@ -107,6 +107,8 @@ P& this_policy_as() {
 std::vector<object_info> local_objects();
 /// Sum of local_objects()' load().
 double local_load();
+/// The number of workers that run the calling node's handlers.
+unsigned local_workers();
 /// Moves a resident object to `dest` ahead of its waiting messages, which go with it (at
 /// once, or when its running handlers finish). False if it is not resident here.
 /// If the policy holds handlers of the object (received through push(), not yet returned by

@@ -36,6 +36,9 @@ node_runtime& require_node(const char* caller);
 node_runtime& sending_node(const char* caller);
 node_id id_of(const node_runtime& n) noexcept;
 node_id size_of(const node_runtime& n) noexcept;
+/// The number of worker threads that run the node's handlers (its application thread,
+/// which runs work only while it waits, is not counted).
+unsigned workers_of(const node_runtime& n) noexcept;
 
 /// The readable (demangled) name of a type, for error messages.
 std::string type_name_of(const std::type_info& type);

@@ -1,0 +1,182 @@
+// greedy_refine's plan on its own: what it moves and the makespan that results, without a
+// runtime (src/lb/refine_plan.hpp is pure computation).
+#include "refine_plan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+namespace {
+
+using roam::lb::builtin::moves_in_flight;
+using roam::lb::builtin::node_makespan;
+using roam::lb::builtin::node_report;
+using roam::lb::builtin::planned_move;
+using roam::lb::builtin::refine_plan;
+using roam::lb::builtin::reported_object;
+
+roam::lb::object_id id(std::uint64_t index) {
+  roam::lb::object_id i;
+  i.home = 0;
+  i.type = 1;
+  i.index = index + 1;
+  return i;
+}
+
+/// lb_synthetic's workload: `nodes` x `workers`, 10 objects per worker, the first fifth
+/// heavy (2.5), object i on node i * nodes / count.
+std::vector<node_report> synthetic(unsigned nodes, unsigned workers) {
+  std::vector<node_report> r(nodes);
+  const std::size_t count = std::size_t{nodes} * workers * 10, heavy = count / 5;
+  for (auto& n : r) n.workers = workers;
+  for (std::size_t i = 0; i < count; ++i) {
+    const double load = i < heavy ? 2.5 : 1.0;
+    r[i * nodes / count].objects.push_back({id(i), load, load});
+  }
+  return r;
+}
+
+/// The reports after `moves`.
+std::vector<node_report> after_moves(std::vector<node_report> r, const std::vector<planned_move>& moves) {
+  for (const auto& m : moves) {
+    auto& from = r[m.from].objects;
+    auto it = std::find_if(from.begin(), from.end(), [&](auto& o) { return o.id == m.id; });
+    EXPECT_NE(it, from.end()) << "a move of an object that is not on its node";
+    if (it == from.end()) continue;
+    r[m.to].objects.push_back(*it);
+    from.erase(it);
+  }
+  return r;
+}
+
+double makespan(const std::vector<node_report>& r) {
+  double most = 0;
+  for (const auto& n : r) {
+    std::vector<double> loads;
+    for (const auto& o : n.objects) loads.push_back(o.load);
+    most = std::max(most, node_makespan(loads, n.workers));
+  }
+  return most;
+}
+
+TEST(RefinePlan, NodeMakespanIsLongestFirstListScheduling) {
+  EXPECT_DOUBLE_EQ(node_makespan({}, 4), 0);
+  EXPECT_DOUBLE_EQ(node_makespan({1, 1, 1, 1}, 4), 1);
+  EXPECT_DOUBLE_EQ(node_makespan({2.5, 1, 1, 1, 1}, 2), 3.5);
+  // A node's load sum hides its granularity: 20 heavy units on 4 workers are 12.5 each
+  // before a single light one.
+  std::vector<double> loads(20, 2.5);
+  loads.insert(loads.end(), 2, 1.0);
+  EXPECT_DOUBLE_EQ(node_makespan(loads, 4), 13.5);
+}
+
+// Issue 25: on lb_synthetic's workload (16 workers, 160 objects, 20 % at 2.5x) greedy_refine
+// stopped at 1.048x the lower bound. A perfect split exists: 2 heavy + 8 light per worker.
+TEST(RefinePlan, FindsThePerfectSplitOfTheSyntheticWorkload) {
+  const auto before = synthetic(4, 4);
+  EXPECT_DOUBLE_EQ(makespan(before), 22);  // node 0: 32 heavy and 8 light on 4 workers
+  const auto moves = refine_plan(before, 0.05);
+  const auto after = after_moves(before, moves);
+  EXPECT_DOUBLE_EQ(makespan(after), 13);  // 208 units / 16 workers
+  // The fewest moves: node 0 keeps 8 heavy objects of its 32 and needs 24 light ones more.
+  EXPECT_EQ(moves.size(), 48u);
+  // Balanced now: the next round moves nothing.
+  EXPECT_TRUE(refine_plan(after, 0.05).empty());
+}
+
+TEST(RefinePlan, LeavesABalancedJobAlone) {
+  std::vector<node_report> r(4);
+  for (std::size_t k = 0; k < r.size(); ++k) {
+    r[k].workers = 2;
+    for (std::size_t i = 0; i < 6; ++i) r[k].objects.push_back({id(k * 6 + i), 1.0, 1.0});
+  }
+  EXPECT_TRUE(refine_plan(r, 0.05).empty());
+  // Within the tolerance of the lower bound: still nothing.
+  r[0].objects.push_back({id(100), 0.1, 0.1});
+  EXPECT_TRUE(refine_plan(r, 0.05).empty());
+  // Beyond it: the plan acts.
+  r[0].objects.push_back({id(101), 3.0, 3.0});
+  EXPECT_FALSE(refine_plan(r, 0.05).empty());
+}
+
+TEST(RefinePlan, WorkThatHasStartedStays) {
+  std::vector<node_report> r(2);
+  r[0].workers = r[1].workers = 1;
+  for (std::size_t i = 0; i < 4; ++i) r[0].objects.push_back({id(i), 2.0, 0.0});  // running
+  r[0].objects.push_back({id(10), 1.0, 1.0});
+  const auto moves = refine_plan(r, 0.05);
+  ASSERT_EQ(moves.size(), 1u);
+  EXPECT_EQ(moves[0].id, id(10));
+  EXPECT_EQ(moves[0].to, 1u);
+}
+
+TEST(RefinePlan, WeighsNodesByTheirWorkers) {
+  // Node 1 has three times node 0's workers: it should get about three quarters of the work.
+  std::vector<node_report> r(2);
+  r[0].workers = 1;
+  r[1].workers = 3;
+  for (std::size_t i = 0; i < 40; ++i) r[0].objects.push_back({id(i), 1.0, 1.0});
+  const auto after = after_moves(r, refine_plan(r, 0.05));
+  EXPECT_EQ(after[0].objects.size(), 10u);
+  EXPECT_EQ(after[1].objects.size(), 30u);
+}
+
+TEST(MovesInFlight, ShowsObjectsWhereTheyAreGoingUntilTheyArrive) {
+  std::vector<node_report> r(3);
+  r[0].objects = {{id(1), 2.0, 2.0}, {id(2), 1.0, 1.0}};
+  moves_in_flight in_flight(3);
+  in_flight.ordered({planned_move{id(1), 0, 2}}, r);
+  EXPECT_EQ(in_flight.size(), 1u);
+
+  // Still reported on its old node: shown on its destination.
+  auto next = r;
+  in_flight.correct(next);
+  ASSERT_EQ(next[0].objects.size(), 1u);
+  EXPECT_EQ(next[0].objects[0].id, id(2));
+  ASSERT_EQ(next[2].objects.size(), 1u);
+  EXPECT_EQ(next[2].objects[0].id, id(1));
+
+  // Travelling (on no node): shown on its destination too.
+  next = r;
+  next[0].objects.erase(next[0].objects.begin());
+  in_flight.correct(next);
+  ASSERT_EQ(next[2].objects.size(), 1u);
+
+  // Arrived: forgotten.
+  next = r;
+  next[0].objects.erase(next[0].objects.begin());
+  next[2].objects.push_back({id(1), 2.0, 2.0});
+  in_flight.correct(next);
+  EXPECT_EQ(in_flight.size(), 0u);
+  EXPECT_EQ(next[2].objects.size(), 1u);
+}
+
+TEST(MovesInFlight, ForgetsMovesThatNeverLand) {
+  std::vector<node_report> r(2);
+  r[0].objects = {{id(1), 1.0, 1.0}};
+  moves_in_flight in_flight(2);
+  in_flight.ordered({planned_move{id(1), 0, 1}}, r);
+  for (int round = 0; round < 2; ++round) {
+    auto next = r;
+    in_flight.correct(next);
+    EXPECT_EQ(next[1].objects.size(), 1u);
+  }
+  // Past its patience: the object is shown where it is reported again.
+  auto next = r;
+  in_flight.correct(next);
+  EXPECT_EQ(in_flight.size(), 0u);
+  EXPECT_EQ(next[0].objects.size(), 1u);
+  EXPECT_TRUE(next[1].objects.empty());
+  // Moved by someone else (reported on a third node): forgotten at once.
+  std::vector<node_report> three(3);
+  three[0].objects = {{id(5), 1.0, 1.0}};
+  in_flight.ordered({planned_move{id(5), 0, 1}}, three);
+  three[0].objects.clear();
+  three[2].objects = {{id(5), 1.0, 1.0}};
+  in_flight.correct(three);
+  EXPECT_EQ(in_flight.size(), 0u);
+  EXPECT_TRUE(three[1].objects.empty());
+}
+
+}  // namespace
