@@ -96,32 +96,64 @@ class distributing_policy : public policy {
     for (const auto& o : objects) mine += o.load();
     const double difference = mine - their_load;
     if (difference <= 0) return 0;
+    return give(to, std::move(objects), difference / 2).first;
+  }
+
+  /// Gives `to` about `amount` of load: objects with work that has not started, without
+  /// going over; if none fits, the one closest to `amount` below twice it. Returns how
+  /// many objects moved and their load. Call with give_lock_ held.
+  ///
+  /// `sample`: first a slice of every size, in proportion (`amount` of 208 units of 32
+  /// heavy and 128 light objects gives 8 heavy and 32 light for 52), then the largest
+  /// that fit. A share of only the largest objects would leave the taker with work it
+  /// cannot spread over its workers (20 heavy units of 2.5 on 4 workers are 12.5 each
+  /// before any other). Otherwise the largest first.
+  std::pair<int, double> give(node_id to, std::vector<object_info> objects, double amount,
+                              bool sample = false) {
     std::sort(objects.begin(), objects.end(), [](const object_info& a, const object_info& b) {
       return movable_load(a) > movable_load(b);
     });
-    double left = difference / 2;
+    double left = amount;
     int count = 0;
-    for (const auto& o : objects) {
-      const double load = movable_load(o);
-      if (load <= 0) break;
-      if (load > left) continue;
-      if (move(o.id, to)) {
-        left -= load;
-        ++count;
+    std::vector<bool> taken(objects.size(), false);
+    const auto take = [&](std::size_t i) {
+      if (!move(objects[i].id, to)) return false;
+      taken[i] = true;
+      left -= movable_load(objects[i]);
+      ++count;
+      return true;
+    };
+    if (sample) {
+      double movable = 0;
+      for (const auto& o : objects) movable += std::max(0.0, movable_load(o));
+      const double fraction = movable > 0 ? std::min(1.0, amount / movable) : 0.0;
+      double credit = 0;  // systematic sampling: take one when half its load has accrued
+      for (std::size_t i = 0; i < objects.size(); ++i) {
+        const double load = movable_load(objects[i]);
+        if (load <= 0) break;
+        credit += load * fraction;
+        if (credit >= load / 2 && load <= left && take(i)) credit -= load;
       }
     }
-    if (count > 0) return count;
-    // Every object is larger than half the difference: move the one whose move leaves the
-    // smallest difference, if it narrows it at all (|difference - 2 load| < difference).
+    for (std::size_t i = 0; i < objects.size(); ++i) {
+      const double load = movable_load(objects[i]);
+      if (load <= 0) break;
+      if (!taken[i] && load <= left) (void)take(i);
+    }
+    if (count > 0) return {count, amount - left};
+    // Every object is larger than `amount`: the one whose move leaves the giver and the
+    // taker closest, if it brings them closer at all (load < 2 amount).
     const object_info* best = nullptr;
     for (const auto& o : objects) {
       const double load = movable_load(o);
-      if (load <= 0 || load >= difference) continue;
-      if (!best || std::abs(difference - 2 * load) < std::abs(difference - 2 * movable_load(*best)))
-        best = &o;
+      if (load <= 0 || load >= 2 * amount) continue;
+      if (!best || std::abs(amount - load) < std::abs(amount - movable_load(*best))) best = &o;
     }
-    return best && move(best->id, to) ? 1 : 0;
+    if (best && move(best->id, to)) return {1, movable_load(*best)};
+    return {0, 0.0};
   }
+
+  std::mutex give_lock_;  ///< one partner at a time
 
  private:
   struct queued {
@@ -145,7 +177,6 @@ class distributing_policy : public policy {
   std::vector<queued> queue_;
   std::atomic<double> queued_cost_{0};
   std::uint64_t next_ = 0;
-  std::mutex give_lock_;
 };
 
 // ---- none / work_stealing ------------------------------------------------------------------
@@ -285,41 +316,139 @@ class diffusion final : public distributing_policy {
 
 // ---- master_worker ---------------------------------------------------------------------------
 
-/// Workers whose load is below the threshold ask the master, which gives them a share of
-/// its work or says it has none (the worker asks again a period later: the master keeps no
-/// list, so it needs no thread of its own to serve requests).
+/// Work flows from the master to the workers, never between workers (PREMA's Fig. 5): for
+/// work born on the master. A worker asks the master when it runs dry (load below the
+/// threshold) or when the master, at its last answer, had more than the worker by the
+/// tolerance. The master gives each requester its share of the job: up to what brings the
+/// requester to the job's average, never below the average itself. Its estimate of the
+/// average uses every worker's load at its last request plus what it was given since.
+/// A worker that got nothing waits 2, 4, ... 32 periods before asking again, so that a
+/// master with nothing to give is not asked by every worker every period; a worker that is
+/// neither dry nor behind asks every 32 periods, to learn the master's load.
 class master_worker final : public distributing_policy {
  public:
-  explicit master_worker(const config& c) : master_(c.lb_master), threshold_(c.lb_threshold) {}
+  explicit master_worker(const config& c)
+      : master_(c.lb_master), threshold_(c.lb_threshold), tolerance_(c.lb_tolerance) {}
 
   void balance() override {
-    if (master_ >= roam::num_nodes() || roam::num_nodes() < 2 || roam::this_node() == master_)
+    const node_id nodes = roam::num_nodes(), me = roam::this_node();
+    if (master_ >= nodes || nodes < 2) return;
+    if (me == master_) {
+      serve_waiting();
       return;
+    }
     const double load = local_load();
-    if (load >= threshold_) return;
     {
       std::lock_guard guard(lock_);
       if (asking_) return;  // one request at a time
+      const bool dry = load < threshold_;
+      const bool behind = !heard_ || master_load_ - load > tolerance_ * master_load_;
+      // Neither: ask now and then all the same, since the master's load (and its view of
+      // this node's) may have changed since its last answer.
+      if (settle_ > 0) --settle_;
+      if (!dry && settle_ > 0) return;
+      const unsigned every = dry || behind ? 1u << calm_ : 1u << max_calm;
+      if (++skipped_ < every) return;
+      skipped_ = 0;
       asking_ = true;
     }
-    send_control(master_, &master_worker::on_request, roam::this_node(), load);
+    send_control(master_, &master_worker::on_request, me, load);
   }
 
  private:
   static void on_request(node_id from, double their_load) {
-    const bool given = this_policy_as<master_worker>().give_share(from, their_load) > 0;
-    send_control(from, &master_worker::on_answer, given);
+    const auto [given, left] = this_policy_as<master_worker>().serve(from, their_load);
+    send_control(from, &master_worker::on_answer, given, left);
   }
-  static void on_answer(bool /*given*/) {
-    auto& self = this_policy_as<master_worker>();
-    std::lock_guard guard(self.lock_);
-    self.asking_ = false;
+  static void on_answer(bool given, double master_load) {
+    this_policy_as<master_worker>().answered(given, master_load);
+  }
+
+  /// On the master: gives `from` its share. Returns whether anything moved and the
+  /// master's load after.
+  std::pair<bool, double> serve(node_id from, double their_load) {
+    std::lock_guard serving(give_lock_);
+    auto objects = local_objects();
+    double mine = 0;
+    for (const auto& o : objects) mine += o.load();
+    const node_id nodes = roam::num_nodes();
+    // Every worker's load as the master last heard it: one number per node, on the
+    // master only (the scheme is centralized by design; 8 bytes a node).
+    if (known_.size() != nodes) known_.assign(nodes, 0.0);
+    if (from < nodes) known_[from] = their_load;
+    double total = mine;
+    for (node_id k = 0; k < nodes; ++k)
+      if (k != master_) total += known_[k];
+    const double average = total / nodes;
+    const double share = std::min(mine - average, average - their_load);
+    const auto [count, moved] =
+        share > 0 ? give(from, std::move(objects), share, true) : std::pair{0, 0.0};
+    if (from < nodes) {
+      known_[from] += moved;
+      // A dry worker that got nothing waits on the master's list (PREMA's m_waiting): it is
+      // served as soon as the master has work, not when its own back-off lets it ask.
+      if (count == 0 && their_load < threshold_ &&
+          std::find(waiting_.begin(), waiting_.end(), from) == waiting_.end())
+        waiting_.push_back(from);
+    }
+    return {count > 0, mine - moved};
+  }
+
+  /// On the master, each period: when it has work to give, invites the waiting workers to
+  /// ask again (with their load of now: the one it heard may be old).
+  void serve_waiting() {
+    std::vector<node_id> invited;
+    {
+      std::lock_guard serving(give_lock_);
+      if (waiting_.empty()) return;
+      double mine = 0, movable = 0;
+      for (const auto& o : local_objects()) {
+        mine += o.load();
+        movable += movable_load(o);
+      }
+      double total = mine;
+      for (node_id k = 0; k < known_.size(); ++k)
+        if (k != master_) total += known_[k];
+      if (movable <= 0 || mine <= total / static_cast<double>(known_.size())) return;
+      invited.swap(waiting_);
+    }
+    for (node_id w : invited) send_control(w, &master_worker::on_invite);
+  }
+
+  static void on_invite() { this_policy_as<master_worker>().invited(); }
+  void invited() {
+    std::lock_guard guard(lock_);
+    calm_ = 0;
+    heard_ = false;                // ask at the next period, whatever the load
+    skipped_ = 1u << max_calm;
+  }
+
+  void answered(bool given, double master_load) {
+    std::lock_guard guard(lock_);
+    asking_ = false;
+    heard_ = true;
+    master_load_ = master_load;
+    calm_ = given ? 0 : std::min(calm_ + 1, max_calm);
+    // What was given may still be on its way (an object leaves when its running handlers
+    // end): until it lands this node's load looks short of it, and asking again at once
+    // would be answered with the same work twice. A dry node still asks every period.
+    if (given) settle_ = settle_periods;
   }
 
   const node_id master_;
   const double threshold_;
+  const double tolerance_;
   std::mutex lock_;
   bool asking_ = false;
+  bool heard_ = false;       // an answer came: master_load_ is known
+  double master_load_ = 0;   // the master's load at its last answer
+  unsigned calm_ = 0;        // answers in a row that gave nothing (at most max_calm)
+  unsigned skipped_ = 0;     // periods since the last request
+  unsigned settle_ = 0;      // periods left before asking again after a gift, unless dry
+  static constexpr unsigned max_calm = 5;  // at most every 32nd period
+  static constexpr unsigned settle_periods = 16;
+  std::vector<double> known_;      // the master's view of the workers' loads
+  std::vector<node_id> waiting_;  // dry workers it had nothing for (each at most once)
 };
 
 // ---- greedy_refine ---------------------------------------------------------------------------

@@ -223,7 +223,9 @@ void for_each_resident(node_runtime& n, Visit visit) {
   for (object_entry* e : entries) {
     std::lock_guard guard(e->lock);
     object_state& s = e->state();
-    if (s.state != residence::resident) continue;
+    // An object whose move waits for its running handlers is on its way: its load is its
+    // destination's (a balancer that counted it here would give the same work away twice).
+    if (s.state != residence::resident || s.migration_pending) continue;
     object_load l;
     l.id = object_id{e->id().home, s.type, e->id().index};
     l.pending_cost = s.pending_cost;

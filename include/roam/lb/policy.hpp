@@ -103,7 +103,9 @@ P& this_policy_as() {
   if (!p) throw usage_error("roam::lb::this_policy_as: the node runs another policy");
   return *p;
 }
-/// The objects resident on the calling node with their loads (a snapshot).
+/// The objects resident on the calling node with their loads (a snapshot). An object that
+/// is leaving (its move waits for its running handlers) is not listed: its load is its
+/// destination's.
 std::vector<object_info> local_objects();
 /// Sum of local_objects()' load().
 double local_load();

@@ -183,7 +183,7 @@ struct object_load {
 };
 /// The cost carried by an object message.
 double read_object_cost(const message& m) noexcept;
-/// A snapshot of the objects resident on `n` and their loads.
+/// A snapshot of the objects resident on `n` and their loads (those leaving left out).
 std::vector<object_load> resident_objects(node_runtime& n);
 /// The sum of their load(), without building the snapshot.
 double resident_load(node_runtime& n);
