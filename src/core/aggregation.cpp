@@ -8,6 +8,7 @@
 #include "scheduler.hpp"
 
 #include <roam/core/detail/aggregation.hpp>
+#include <roam/core/detail/function_symbol.hpp>
 #include <roam/core/detail/function_table.hpp>
 #include <roam/core/detail/handler_registry.hpp>
 
@@ -94,18 +95,20 @@ void run_bundle(node_runtime& node, message_ptr& m) {
     if (e->batch) {
       set_running_handler(g.handler);  // a stack overflow names it too
       // Errors name the channel's handler, not the bundle that carried it.
-      const auto name = [&] { return handler_display_name(e->name, e->names_function ? g.function : 0); };
+      const auto name = [&] {
+        return handler_display_name(e->name, e->names_function ? g.function : 0);
+      };
       try {
         e->batch(node, h.source, p, g.bytes, g.count, g.function);
       } catch (const deserialization_error& ex) {
-        fatal("malformed records for handler '" + name() +
-              "' in a bundle from node " + std::to_string(h.source) + ": " + ex.what());
+        fatal("malformed records for handler '" + name() + "' in a bundle from node " +
+              std::to_string(h.source) + ": " + ex.what());
       } catch (const std::exception& ex) {
-        fatal("handler '" + name() + "' (a channel message from node " +
-              std::to_string(h.source) + ") threw " + type_name_of(typeid(ex)) + ": " + ex.what());
+        fatal("handler '" + name() + "' (a channel message from node " + std::to_string(h.source) +
+              ") threw " + type_name_of(typeid(ex)) + ": " + ex.what());
       } catch (...) {
-        fatal("handler '" + name() + "' (a channel message from node " +
-              std::to_string(h.source) + ") threw an exception not derived from std::exception");
+        fatal("handler '" + name() + "' (a channel message from node " + std::to_string(h.source) +
+              ") threw an exception not derived from std::exception");
       }
     } else {
       fatal("handler '" + std::string(e->name) + "' in a bundle from node " +

@@ -7,6 +7,7 @@
 // libelf/libdw would add a link dependency to every roam program, and to the installed
 // package, for one lookup in an error path; the ELF section and symbol layout is fixed by
 // the ABI (<elf.h>) and reading it takes the few lines below.
+#include <roam/core/detail/function_symbol.hpp>
 #include <roam/core/detail/function_table.hpp>
 
 #include <cxxabi.h>
@@ -35,7 +36,8 @@ class mapped_file {
     if (fd < 0) return;
     struct stat st {};
     if (::fstat(fd, &st) == 0 && st.st_size > 0) {
-      void* p = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+      void* p =
+          ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
       if (p != MAP_FAILED) {
         data_ = static_cast<const std::byte*>(p);
         size_ = static_cast<std::size_t>(st.st_size);
@@ -49,13 +51,14 @@ class mapped_file {
     if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
   }
 
-  /// A pointer to a T at `offset`, or nullptr when `count` of them do not fit in the file.
+  /// A pointer to a T at `offset`, or nullptr when `count` of them do not fit in the file
+  /// or `offset` is misaligned for T (a corrupt file).
   template <class T>
   const T* at(std::uint64_t offset, std::uint64_t count = 1) const noexcept {
     if (!data_ || offset > size_ || count > (size_ - offset) / sizeof(T)) return nullptr;
+    if (offset % alignof(T) != 0) return nullptr;
     return reinterpret_cast<const T*>(data_ + offset);
   }
-  std::size_t size() const noexcept { return size_; }
 
  private:
   const std::byte* data_ = nullptr;
@@ -66,8 +69,8 @@ class mapped_file {
 /// section type `kind` (SHT_SYMTAB or SHT_DYNSYM) of a 64-bit ELF file, or "".
 std::string find_symbol(const mapped_file& f, std::uint32_t kind, std::uint64_t address) {
   const auto* eh = f.at<Elf64_Ehdr>(0);
-  if (!eh || std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-      eh->e_shentsize != sizeof(Elf64_Shdr))
+  if (!eh || std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+      eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shentsize != sizeof(Elf64_Shdr))
     return {};
   const auto* sections = f.at<Elf64_Shdr>(eh->e_shoff, eh->e_shnum);
   if (!sections) return {};
@@ -96,7 +99,9 @@ std::string find_symbol(const mapped_file& f, std::uint32_t kind, std::uint64_t 
   return {};
 }
 
-std::string demangle(const std::string& symbol) {
+std::string demangle(std::string symbol) {
+  // A versioned name ("f@@V1", in a shared library's table) demangles without its version.
+  symbol = symbol.substr(0, symbol.find('@'));
   int status = 0;
   char* out = abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status);
   if (status != 0 || !out) return symbol;  // a C function, or extern "C"
@@ -118,12 +123,11 @@ std::string function_symbol(std::uint64_t token) {
   std::string file;
   std::uintptr_t offset = 0;
   std::string name;
-  if (locate_function(token, file, offset)) {
-    const mapped_file f(file);
-    name = find_symbol(f, SHT_SYMTAB, offset);
-    if (name.empty()) name = find_symbol(f, SHT_DYNSYM, offset);
-    if (!name.empty()) name = demangle(name);
-  }
+  if (!locate_function(token, file, offset)) return name;  // not cached: a corrupt token
+  const mapped_file f(file);
+  name = find_symbol(f, SHT_SYMTAB, offset);
+  if (name.empty()) name = find_symbol(f, SHT_DYNSYM, offset);
+  if (!name.empty()) name = demangle(name);
   std::lock_guard guard(lock);
   known.emplace(token, name);
   return name;

@@ -15,6 +15,8 @@
 // again through its handler (run_later), so quiescence detection sees it.
 #include "mobile_node.hpp"
 
+#include <roam/core/detail/function_symbol.hpp>
+#include <roam/core/detail/function_table.hpp>
 #include <roam/core/detail/handler_registry.hpp>
 
 #include <algorithm>
@@ -57,7 +59,8 @@ std::string handler_name(const message_header& h, const object_message_header& o
       break;
   }
   const handler_entry* e = handler_registry::find(h.handler);
-  return e ? std::string(e->name) : "#" + std::to_string(h.handler);
+  if (!e) return "#" + std::to_string(h.handler);
+  return handler_display_name(e->name, e->names_function ? h.function : 0);
 }
 
 void send_location_update(node_runtime& n, node_id to, const object_id& id, route r);

@@ -1,6 +1,7 @@
 // Faults with mobile objects that must stop the job with a precise message (run by
 // ctest, which checks the exit status and the text).
-//   mobile_faults send-to-destroyed | channel-to-destroyed | send-throws | send-wrong-type |
+//   mobile_faults send-to-destroyed | channel-to-destroyed | send-throws | function-throws |
+//                 send-wrong-type |
 //                 forged-stage | wait-own-migration | wait-own-destroy | none
 #include <roam/roam.hpp>
 
@@ -25,6 +26,9 @@ struct account {
   }
 };
 
+// A free function as an object handler: errors name it by its symbol (issue 25).
+void overdraw(account& a, long v) { a.withdraw(v); }
+
 struct ledger {
   int entries = 0;
   void add() { ++entries; }
@@ -46,6 +50,8 @@ int main(int argc, char** argv) {
       roam::channel<&account::deposit>()(a, 5L);  // aggregated, then fatal there all the same
     } else if (mode == "send-throws") {
       a.send<&account::withdraw>(100L);
+    } else if (mode == "function-throws") {
+      a.send(overdraw, 100L);
     } else if (mode == "send-wrong-type") {
       auto l = roam::make_mobile<ledger>();
       auto id = a.id();

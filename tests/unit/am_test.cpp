@@ -195,8 +195,7 @@ TEST(ActiveMessages, ExceptionInCallReachesTheCallersFuture) {
       EXPECT_EQ(e.exception_type(), "std::out_of_range");
       EXPECT_EQ(e.original_message(), "code 3");
       // Named by its symbol, not only by its type (issue 25: several int(int) handlers).
-      EXPECT_NE(std::string(e.what()).find("fail_with(int)' threw"), std::string::npos)
-          << e.what();
+      EXPECT_NE(std::string(e.what()).find("fail_with(int)' threw"), std::string::npos) << e.what();
     }
     // then() forwards the error without calling the continuation.
     bool called = false;

@@ -225,8 +225,8 @@ struct channel_handler {
   }
 
   static constexpr std::string_view name = type_name<channel_handler<H, Ahead>>();
-  static inline handler_entry entry{name, nullptr, ~0u, nullptr, &run_batch,
-                                    traits::is_function_pointer};
+  static inline handler_entry entry{name,    nullptr,    ~0u,
+                                    nullptr, &run_batch, traits::is_function_pointer};
   static inline const bool registered = handler_registry::add(&entry);
 };
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <roam/am/serialization.hpp>
+#include <roam/core/detail/function_symbol.hpp>
 #include <roam/core/detail/function_table.hpp>
 #include <roam/core/detail/handler_registry.hpp>
 #include <roam/core/detail/node_api.hpp>
@@ -159,8 +160,8 @@ void run_and_reply(node_runtime& node, const message_header& request, std::strin
     message_writer error_writer(reply);
     write_value(error_writer, type);
     write_value(error_writer, what);
-    write_value(error_writer, by_symbol ? handler_display_name(handler, request.function)
-                                        : std::string(handler));
+    write_value(error_writer,
+                by_symbol ? handler_display_name(handler, request.function) : std::string(handler));
     error_writer.finish();
     failed = true;
   }
@@ -221,8 +222,8 @@ struct am_handler {
   }
 
   static constexpr std::string_view name = type_name<H>();
-  static inline handler_entry entry{name, &invoke, ~0u, nullptr, nullptr,
-                                    traits::is_function_pointer};
+  static inline handler_entry entry{name,    &invoke, ~0u,
+                                    nullptr, nullptr, traits::is_function_pointer};
   static inline const bool registered = handler_registry::add(&entry);
 };
 

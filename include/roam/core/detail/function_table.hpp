@@ -9,7 +9,6 @@
 
 #include <cstdint>
 #include <string>
-#include <string_view>
 
 namespace roam::detail {
 
@@ -26,16 +25,5 @@ void load_module_table();
 /// The file of the module a token points into and the token's offset in it (the address a
 /// symbol table gives); false when the token names no executable address.
 bool locate_function(std::uint64_t token, std::string& file, std::uintptr_t& offset);
-
-/// The demangled name of the function a token names, e.g. "square(int)", read from the
-/// symbol table of its module's file (static functions included), or "" when the file has
-/// no symbol for it (a stripped binary). Reads the file on the first call for a token and
-/// remembers the answer: meant for error messages, not for hot paths. Thread-safe.
-std::string function_symbol(std::uint64_t token);
-
-/// How an error names a handler: a function-pointer handler (function token != 0) by its
-/// symbol, so that two `int(int)` handlers are told apart; otherwise by its registered
-/// name. `registered` is the handler's registered (type) name.
-std::string handler_display_name(std::string_view registered, std::uint64_t function);
 
 }  // namespace roam::detail

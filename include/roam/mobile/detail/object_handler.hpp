@@ -107,6 +107,10 @@ template <class Kind>
 struct object_handler {
   using params = typename Kind::params;
   using result = typename Kind::result;
+  /// A free function travelling as a token: errors name it by its symbol.
+  static constexpr bool by_symbol =
+      std::is_pointer_v<typename Kind::function> &&
+      std::is_function_v<std::remove_pointer_t<typename Kind::function>>;
 
   static void run(node_runtime& n, void* object, message_ptr& m, const object_message_header& oh) {
     const message_header h = m->header;  // bulk arguments may take the block over
@@ -124,8 +128,9 @@ struct object_handler {
     if constexpr (std::is_void_v<result> || is_serializable<std::decay_t<result>>) {
       message_header request = h;
       request.source = oh.origin;  // forwarding changed the source; the caller is the origin
-      run_and_reply<result>(n, request, entry.name,
-                            [&]() -> decltype(auto) { return Kind::call(fn, target, args, seq); });
+      run_and_reply<result>(
+          n, request, entry.name,
+          [&]() -> decltype(auto) { return Kind::call(fn, target, args, seq); }, by_symbol);
     } else {
       // call() rejects such handlers at compile time; only a corrupt flag gets here.
       throw deserialization_error("a reply was asked for a handler whose result cannot be sent");
@@ -134,7 +139,7 @@ struct object_handler {
   static void invoke(node_runtime& n, message_ptr& m) { deliver_object_message(n, m, &run); }
 
   static constexpr std::string_view name = type_name<Kind>();
-  static inline handler_entry entry{name, &invoke, ~0u, &admit_object_message};
+  static inline handler_entry entry{name, &invoke, ~0u, &admit_object_message, nullptr, by_symbol};
   static inline const bool registered = handler_registry::add(&entry);
 };
 
