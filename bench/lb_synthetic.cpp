@@ -183,8 +183,8 @@ result run_policy(const settings& s, const std::string& policy, bool mpi,
         o.index = i;
         o.weight = i < heavy ? s.heavy_factor : 1.0;
         o.persistent_weight = s.mode == "iterative";
-        const auto where =
-            s.placement == "node0" ? roam::node_id{0} : static_cast<roam::node_id>(i * nodes / count);
+        const auto where = s.placement == "node0" ? roam::node_id{0}
+                                                  : static_cast<roam::node_id>(i * nodes / count);
         objects.push_back(roam::make_mobile<work_object>(roam::node(where), o));
       }
     objects = roam::broadcast_value(objects);
@@ -327,8 +327,8 @@ int main(int argc, char** argv) {
   std::printf(
       "lb_synthetic: mode %s, placement %s, %u nodes x %u workers, %u objects per worker, %.0f "
       "%% heavy (x%.1f), %s units of %.1f ms\n",
-      s.mode.c_str(), s.placement.c_str(), s.nodes, s.workers, s.objects_per_worker, 100 * s.heavy_fraction,
-      s.heavy_factor, s.sleep ? "sleep" : "spin", s.unit_ms);
+      s.mode.c_str(), s.placement.c_str(), s.nodes, s.workers, s.objects_per_worker,
+      100 * s.heavy_fraction, s.heavy_factor, s.sleep ? "sleep" : "spin", s.unit_ms);
   std::printf("%-14s %11s %8s %11s %11s %12s %10s\n", "policy", "makespan_s", "ratio", "busy_min_s",
               "busy_max_s", "overhead_s", "migrations");
   std::string policies_json;

@@ -181,8 +181,8 @@ const std::vector<setting>& settings() {
        }},
       {"lb-tolerance", "ROAM_LB_TOLERANCE", "0..10",
        "greedy_refine: the makespan above the lower bound it leaves alone, and the least gain "
-       "worth moving for; diffusion: relative load difference worth a request (a fraction; "
-       "default 0.05)",
+       "worth moving for; diffusion, master_worker: relative load difference worth a request "
+       "(a fraction; default 0.05)",
        false,
        [](config& c, std::string_view v, const std::string& o) {
          c.lb_tolerance = parse_real(v, o, 0, 10);

@@ -5,6 +5,7 @@
 
 #include "../common/thread_name.hpp"
 
+#include <roam/core/detail/function_symbol.hpp>
 #include <roam/core/detail/function_table.hpp>
 #include <roam/core/detail/handler_registry.hpp>
 #include <roam/core/runtime.hpp>
@@ -317,9 +318,7 @@ node_runtime& require_node(const char* caller) {
 
 node_id id_of(const node_runtime& n) noexcept { return n.id(); }
 node_id size_of(const node_runtime& n) noexcept { return n.size(); }
-unsigned workers_of(const node_runtime& n) noexcept {
-  return n.sched().workers();
-}
+unsigned workers_of(const node_runtime& n) noexcept { return n.sched().workers(); }
 
 void post(node_runtime& from, message_ptr m) {
   message_header& h = m->header;
@@ -564,7 +563,6 @@ void detect_quiescence(node_runtime& n) {
       post(n, make_system_message(d, request_handler, &key, sizeof key));
     const auto sent_at = clock::now();
     wait(slot->done);
-    const auto took = clock::now() - sent_at;
     erase_rendezvous_slot(n, key);
     // Counters only grow. Two consecutive waves that read the same totals mean no counter
     // moved between them, so at the instant between the waves all sent messages were handled.
@@ -576,10 +574,12 @@ void detect_quiescence(node_runtime& n) {
     previous_sent = slot->sent;
     previous_handled = slot->handled;
     if (maybe_done) continue;
-    // A wave that waited for busy nodes (their workers all in long handlers) has already
-    // spaced the waves out: pausing on top of it only delays seeing the end (by up to a
-    // whole pause after the last handler, 0.4 % of a 260 ms iteration in lb_synthetic).
-    if (took < pause) (void)wait_until(never, sent_at + pause);
+    // The pause counts from the wave's start: a wave that waited for busy nodes (their
+    // workers all in long handlers) has already spaced the waves out, and pausing a whole
+    // pause after it only delayed seeing the end (0.4 % of a 260 ms iteration in
+    // lb_synthetic). They stay a quarter pause apart all the same, so that at large P
+    // (longer waves, longer pauses) they never run back to back.
+    (void)wait_until(never, std::max(sent_at + pause, clock::now() + pause / 4));
     pause = std::min(pause * 2, longest_pause);
   }
 }

@@ -4,6 +4,7 @@
 // GreedyRefine idea (move few objects, from the most to the least loaded nodes).
 #include "builtin_policies.hpp"
 
+#include "moves_in_flight.hpp"
 #include "refine_plan.hpp"
 
 #include <roam/core/runtime.hpp>
@@ -345,8 +346,10 @@ class master_worker final : public distributing_policy {
       const bool behind = !heard_ || master_load_ - load > tolerance_ * master_load_;
       // Neither: ask now and then all the same, since the master's load (and its view of
       // this node's) may have changed since its last answer.
+      // After a gift: a dry node waits 2 periods (its gift may be on its way), others the
+      // whole settling time.
       if (settle_ > 0) --settle_;
-      if (!dry && settle_ > 0) return;
+      if (settle_ > (dry ? settle_periods - 2 : 0)) return;
       const unsigned every = dry || behind ? 1u << calm_ : 1u << max_calm;
       if (++skipped_ < every) return;
       skipped_ = 0;
@@ -394,23 +397,34 @@ class master_worker final : public distributing_policy {
     return {count > 0, mine - moved};
   }
 
-  /// On the master, each period: when it has work to give, invites the waiting workers to
-  /// ask again (with their load of now: the one it heard may be old).
+  /// On the master, each period: invites the waiting workers it now has work for to ask
+  /// again (with their load of now: the one it heard may be old). A worker it still
+  /// cannot serve stays listed, uninvited, so that it keeps its back-off.
   void serve_waiting() {
     std::vector<node_id> invited;
     {
       std::lock_guard serving(give_lock_);
       if (waiting_.empty()) return;
-      double mine = 0, movable = 0;
+      double mine = 0, smallest = 0;
       for (const auto& o : local_objects()) {
         mine += o.load();
-        movable += movable_load(o);
+        const double load = movable_load(o);
+        if (load > 0 && (smallest == 0 || load < smallest)) smallest = load;
       }
+      if (smallest == 0) return;
       double total = mine;
       for (node_id k = 0; k < known_.size(); ++k)
         if (k != master_) total += known_[k];
-      if (movable <= 0 || mine <= total / static_cast<double>(known_.size())) return;
-      invited.swap(waiting_);
+      const double average = total / static_cast<double>(known_.size());
+      // give() moves an object only below twice the share.
+      const auto servable = [&](node_id w) {
+        const double share = std::min(mine - average, average - known_[w]);
+        return share > 0 && smallest < 2 * share;
+      };
+      auto still =
+          std::partition(waiting_.begin(), waiting_.end(), [&](node_id w) { return !servable(w); });
+      invited.assign(still, waiting_.end());
+      waiting_.erase(still, waiting_.end());
     }
     for (node_id w : invited) send_control(w, &master_worker::on_invite);
   }
@@ -418,8 +432,7 @@ class master_worker final : public distributing_policy {
   static void on_invite() { this_policy_as<master_worker>().invited(); }
   void invited() {
     std::lock_guard guard(lock_);
-    calm_ = 0;
-    heard_ = false;                // ask at the next period, whatever the load
+    heard_ = false;  // ask at the next period, whatever the load
     skipped_ = 1u << max_calm;
   }
 
@@ -431,7 +444,7 @@ class master_worker final : public distributing_policy {
     calm_ = given ? 0 : std::min(calm_ + 1, max_calm);
     // What was given may still be on its way (an object leaves when its running handlers
     // end): until it lands this node's load looks short of it, and asking again at once
-    // would be answered with the same work twice. A dry node still asks every period.
+    // would be answered with the same work twice.
     if (given) settle_ = settle_periods;
   }
 
@@ -440,14 +453,14 @@ class master_worker final : public distributing_policy {
   const double tolerance_;
   std::mutex lock_;
   bool asking_ = false;
-  bool heard_ = false;       // an answer came: master_load_ is known
-  double master_load_ = 0;   // the master's load at its last answer
-  unsigned calm_ = 0;        // answers in a row that gave nothing (at most max_calm)
-  unsigned skipped_ = 0;     // periods since the last request
-  unsigned settle_ = 0;      // periods left before asking again after a gift, unless dry
+  bool heard_ = false;      // an answer came: master_load_ is known
+  double master_load_ = 0;  // the master's load at its last answer
+  unsigned calm_ = 0;       // answers in a row that gave nothing (at most max_calm)
+  unsigned skipped_ = 0;    // periods since the last request
+  unsigned settle_ = 0;     // periods left before asking again after a gift, unless dry
   static constexpr unsigned max_calm = 5;  // at most every 32nd period
   static constexpr unsigned settle_periods = 16;
-  std::vector<double> known_;      // the master's view of the workers' loads
+  std::vector<double> known_;     // the master's view of the workers' loads
   std::vector<node_id> waiting_;  // dry workers it had nothing for (each at most once)
 };
 
@@ -478,8 +491,14 @@ class greedy_refine final : public distributing_policy {
   static void on_report_request() {
     node_report mine;
     mine.workers = local_workers();
-    for (const auto& o : local_objects())
-      if (o.load() > 0) mine.objects.push_back({o.id, o.load(), movable_load(o)});
+    // Every object, idle ones too: node 0 must see a moved object arrive even when its
+    // work is done by then (moves_in_flight).
+    const auto objects = local_objects();
+    mine.objects.reserve(objects.size());
+    for (const auto& o : objects) {
+      const double load = std::isfinite(o.load()) ? std::max(0.0, o.load()) : 0.0;
+      mine.objects.push_back({o.id, load, std::min(load, movable_load(o))});
+    }
     send_control(0, &greedy_refine::on_report, roam::this_node(), mine);
   }
   static void on_report(node_id from, node_report report) {

@@ -1,12 +1,12 @@
 #include "refine_plan.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
-#include <tuple>
-#include <numeric>
 #include <queue>
 #include <set>
+#include <tuple>
 
 namespace roam::lb::builtin {
 namespace {
@@ -108,7 +108,7 @@ std::vector<planned_move> refine_plan(const std::vector<node_report>& nodes, dou
     loads.reserve(nodes[k].objects.size());
     std::map<double, std::size_t> turns;
     for (const auto& o : nodes[k].objects) {
-      if (o.load <= 0) continue;
+      if (!(o.load > 0) || !std::isfinite(o.load)) continue;  // idle, or a NaN cost
       items.push_back({k, &o, turns[o.load]++});
       loads.push_back(o.load);
       total += o.load;
@@ -138,50 +138,6 @@ std::vector<planned_move> refine_plan(const std::vector<node_report>& nodes, dou
       kept_shorter || (kept_as_short && kept.moves.size() <= spread.moves.size()) ? kept : spread;
   if (current - best.makespan <= tolerance * bound) return {};
   return std::move(best.moves);
-}
-
-void moves_in_flight::ordered(const std::vector<planned_move>& moves,
-                              const std::vector<node_report>& reports) {
-  std::map<key, const reported_object*> reported;
-  for (const auto& m : moves) reported.emplace(key_of(m.id), nullptr);
-  for (const auto& r : reports)
-    for (const auto& o : r.objects)
-      if (auto it = reported.find(key_of(o.id)); it != reported.end()) it->second = &o;
-  for (const auto& m : moves)
-    if (const auto* o = reported[key_of(m.id)]) pending_[key_of(m.id)] = {*o, m.from, m.to, 0};
-}
-
-void moves_in_flight::correct(std::vector<node_report>& reports) {
-  if (pending_.empty()) return;
-  std::map<key, bool> seen;  // still in flight: true when seen (and taken) on its old node
-  for (std::size_t k = 0; k < reports.size(); ++k) {
-    auto& objects = reports[k].objects;
-    for (auto it = objects.begin(); it != objects.end();) {
-      auto p = pending_.find(key_of(it->id));
-      if (p == pending_.end()) {
-        ++it;
-      } else if (k == p->second.from) {
-        p->second.object = *it;  // its latest load
-        seen[p->first] = true;
-        it = objects.erase(it);
-      } else {
-        pending_.erase(p);  // arrived, or moved elsewhere by someone else
-        ++it;
-      }
-    }
-  }
-  for (auto p = pending_.begin(); p != pending_.end();) {
-    if (++p->second.rounds > patience_ || p->second.to >= reports.size()) {
-      // Never seen arriving: stop guessing. If it is still on its old node it was taken
-      // from that report above; give it back.
-      if (seen.count(p->first) && p->second.from < reports.size())
-        reports[p->second.from].objects.push_back(p->second.object);
-      p = pending_.erase(p);
-      continue;
-    }
-    reports[p->second.to].objects.push_back(p->second.object);
-    ++p;
-  }
 }
 
 }  // namespace roam::lb::builtin

@@ -4,9 +4,6 @@
 
 #include <roam/lb/policy.hpp>
 
-#include <cstdint>
-#include <map>
-#include <tuple>
 #include <vector>
 
 namespace roam::lb::builtin {
@@ -53,33 +50,5 @@ double node_makespan(std::vector<double> loads, unsigned workers);
 /// The shorter makespan wins, then the fewer moves. Objects whose work has started
 /// (movable < load) stay where they are.
 std::vector<planned_move> refine_plan(const std::vector<node_report>& nodes, double tolerance);
-
-/// The moves greedy_refine ordered that the reports do not show done yet. A move takes
-/// effect when the object's running handler ends, so the next round's reports may still
-/// show it on its old node, or on none while it travels: planning from those would move
-/// other objects to make up for it, again each round. correct() shows such objects where
-/// they are going. Holds at most one entry per object moved in the last `patience` rounds.
-class moves_in_flight {
- public:
-  explicit moves_in_flight(unsigned patience = 200) : patience_(patience) {}
-  /// Records `moves`, planned from `reports`.
-  void ordered(const std::vector<planned_move>& moves, const std::vector<node_report>& reports);
-  /// Moves the objects still in flight in `reports` to their destination; forgets those
-  /// reported there, or on a node other than both ends (moved by someone else), or after
-  /// `patience` rounds.
-  void correct(std::vector<node_report>& reports);
-  std::size_t size() const noexcept { return pending_.size(); }
-
- private:
-  using key = std::tuple<std::uint32_t, std::uint32_t, std::uint64_t>;
-  static key key_of(const object_id& id) { return {id.home, id.type, id.index}; }
-  struct pending {
-    reported_object object;
-    node_id from = 0, to = 0;
-    unsigned rounds = 0;
-  };
-  std::map<key, pending> pending_;
-  unsigned patience_;
-};
 
 }  // namespace roam::lb::builtin

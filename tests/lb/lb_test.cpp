@@ -121,31 +121,31 @@ TEST(LoadBalancing, MasterWorkerServesWorkersThatAreNotDry) {
   cfg.lb_period_us = 500;
   cfg.lb_threshold = 1;
   std::size_t before = 0, after = 0;
-  EXPECT_EQ(roam::run(cfg,
-                      [&] {
-                        // Every node holds 4 units of persistent load (above the threshold);
-                        // the master holds 20 more per other node.
-                        const int mine = roam::this_node() == 0
-                                             ? 4 + 20 * static_cast<int>(roam::num_nodes() - 1)
-                                             : 4;
-                        // Balancing starts once every node holds its units (a node that
-                        // asked while it had none would be dry).
-                        roam::lb::enable_dist_balancing(false);
-                        std::vector<roam::mobile_ptr<unit>> units;
-                        for (int i = 0; i < mine; ++i) units.push_back(roam::make_mobile<unit>());
-                        roam::barrier();
-                        roam::lb::enable_dist_balancing(true);
-                        if (roam::this_node() == 0) {
-                          before = units.size();
-                          const auto deadline = std::chrono::steady_clock::now() + 20s;
-                          do {
-                            std::this_thread::sleep_for(10ms);
-                            after = roam::lb::local_objects().size();
-                          } while (after + 8 > before && std::chrono::steady_clock::now() < deadline);
-                        }
-                        roam::barrier();
-                      }),
-            0);
+  EXPECT_EQ(
+      roam::run(cfg,
+                [&] {
+                  // Every node holds 4 units of persistent load (above the threshold);
+                  // the master holds 20 more per other node.
+                  const int mine =
+                      roam::this_node() == 0 ? 4 + 20 * static_cast<int>(roam::num_nodes() - 1) : 4;
+                  // Balancing starts once every node holds its units (a node that
+                  // asked while it had none would be dry).
+                  roam::lb::enable_dist_balancing(false);
+                  std::vector<roam::mobile_ptr<unit>> units;
+                  for (int i = 0; i < mine; ++i) units.push_back(roam::make_mobile<unit>());
+                  roam::barrier();
+                  roam::lb::enable_dist_balancing(true);
+                  if (roam::this_node() == 0) {
+                    before = units.size();
+                    const auto deadline = std::chrono::steady_clock::now() + 20s;
+                    do {
+                      std::this_thread::sleep_for(10ms);
+                      after = roam::lb::local_objects().size();
+                    } while (after + 8 > before && std::chrono::steady_clock::now() < deadline);
+                  }
+                  roam::barrier();
+                }),
+      0);
   if (before == 0) return;  // another rank
   EXPECT_LE(after + 8, before) << "the master kept its work: " << after << " of " << before
                                << " objects after 20 s";

@@ -63,7 +63,9 @@ struct config {
   double lb_threshold = 1.0;
   /// Neighbourhood size of diffusion.
   std::uint32_t lb_neighbors = 2;
-  /// greedy_refine brings every node within this fraction of the average load.
+  /// A fraction. greedy_refine: the makespan above the lower bound it leaves alone, and the
+  /// least gain worth moving for; diffusion and master_worker: the relative load difference
+  /// with the partner worth a request.
   double lb_tolerance = 0.05;
   /// The master node of master_worker.
   std::uint32_t lb_master = 0;
