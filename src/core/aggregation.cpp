@@ -9,7 +9,6 @@
 
 #include <roam/core/detail/aggregation.hpp>
 #include <roam/core/detail/function_symbol.hpp>
-#include <roam/core/detail/function_table.hpp>
 #include <roam/core/detail/handler_registry.hpp>
 
 #include <algorithm>

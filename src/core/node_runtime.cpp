@@ -6,7 +6,6 @@
 #include "../common/thread_name.hpp"
 
 #include <roam/core/detail/function_symbol.hpp>
-#include <roam/core/detail/function_table.hpp>
 #include <roam/core/detail/handler_registry.hpp>
 #include <roam/core/runtime.hpp>
 

@@ -404,7 +404,7 @@ class master_worker final : public distributing_policy {
     std::vector<node_id> invited;
     {
       std::lock_guard serving(give_lock_);
-      if (waiting_.empty()) return;
+      if (waiting_.empty() || known_.size() != roam::num_nodes()) return;
       double mine = 0, smallest = 0;
       for (const auto& o : local_objects()) {
         mine += o.load();
@@ -416,15 +416,20 @@ class master_worker final : public distributing_policy {
       for (node_id k = 0; k < known_.size(); ++k)
         if (k != master_) total += known_[k];
       const double average = total / static_cast<double>(known_.size());
-      // give() moves an object only below twice the share.
-      const auto servable = [&](node_id w) {
-        const double share = std::min(mine - average, average - known_[w]);
-        return share > 0 && smallest < 2 * share;
-      };
-      auto still =
-          std::partition(waiting_.begin(), waiting_.end(), [&](node_id w) { return !servable(w); });
-      invited.assign(still, waiting_.end());
-      waiting_.erase(still, waiting_.end());
+      // In the order they came, while the master's surplus lasts; give() moves an object
+      // only below twice the share.
+      double spare = mine - average;
+      std::vector<node_id> still;
+      for (node_id w : waiting_) {
+        const double share = std::min(spare, average - known_[w]);
+        if (share > 0 && smallest < 2 * share) {
+          invited.push_back(w);
+          spare -= share;
+        } else {
+          still.push_back(w);
+        }
+      }
+      waiting_.swap(still);
     }
     for (node_id w : invited) send_control(w, &master_worker::on_invite);
   }
@@ -453,11 +458,11 @@ class master_worker final : public distributing_policy {
   const double tolerance_;
   std::mutex lock_;
   bool asking_ = false;
-  bool heard_ = false;      // an answer came: master_load_ is known
-  double master_load_ = 0;  // the master's load at its last answer
-  unsigned calm_ = 0;       // answers in a row that gave nothing (at most max_calm)
-  unsigned skipped_ = 0;    // periods since the last request
-  unsigned settle_ = 0;     // periods left before asking again after a gift, unless dry
+  bool heard_ = false;                     // an answer came: master_load_ is known
+  double master_load_ = 0;                 // the master's load at its last answer
+  unsigned calm_ = 0;                      // answers in a row that gave nothing (at most max_calm)
+  unsigned skipped_ = 0;                   // periods since the last request
+  unsigned settle_ = 0;                    // periods left of waiting after a gift (see balance())
   static constexpr unsigned max_calm = 5;  // at most every 32nd period
   static constexpr unsigned settle_periods = 16;
   std::vector<double> known_;     // the master's view of the workers' loads
@@ -516,6 +521,8 @@ class greedy_refine final : public distributing_policy {
       if (--awaiting_ > 0) return;
       all = std::move(reports_);
     }
+    // The node's next report request follows this round's moves to it (per-pair order), so
+    // an object it still lists at its old node is one whose move did not happen.
     in_flight_.correct(all);
     const auto moves = refine_plan(all, tolerance_);
     in_flight_.ordered(moves, all);

@@ -18,7 +18,11 @@ namespace roam::lb::builtin {
 /// there, for at most `patience` rounds.
 class moves_in_flight {
  public:
-  explicit moves_in_flight(unsigned patience = 50) : patience_(patience) {}
+  /// 250 rounds: 0.5 s at the default period, 1.25 s at lb_synthetic's. A move waits for
+  /// the object's running handler, so a handler longer than that loses its entry and its
+  /// load is counted nowhere until it lands (one round's plan then overfills its
+  /// destination a little; later rounds correct it).
+  explicit moves_in_flight(unsigned patience = 250) : patience_(patience) {}
   /// Records `moves`, planned from `reports`.
   void ordered(const std::vector<planned_move>& moves, const std::vector<node_report>& reports);
   /// Adds the objects still in flight to their destination's report. Forgets a move once

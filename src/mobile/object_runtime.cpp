@@ -16,7 +16,6 @@
 #include "mobile_node.hpp"
 
 #include <roam/core/detail/function_symbol.hpp>
-#include <roam/core/detail/function_table.hpp>
 #include <roam/core/detail/handler_registry.hpp>
 
 #include <algorithm>

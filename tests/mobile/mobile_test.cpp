@@ -137,6 +137,7 @@ long add_and_report(counter& c, long v) {
   return c.total;
 }
 long peek(const counter& c) { return c.total; }
+long refuse(counter&, long code) { throw std::invalid_argument("refused " + std::to_string(code)); }
 
 struct scaled_add {  // a serializable function object: its state travels with it
   long factor = 1;
@@ -506,6 +507,16 @@ TEST(MobileObjects, DestroyedAndMistypedPointersFailClearly) {
         EXPECT_EQ(e.original_message(), "bad code 3");
       }
       EXPECT_EQ(q.call<&counter::fail>(long{0}).get(), 0);  // the object is still usable
+      // A free function is named by its symbol in the error (issue 25).
+      try {
+        q.call(refuse, long{4}).get();
+        ADD_FAILURE() << "expected roam::remote_error";
+      } catch (const roam::remote_error& e) {
+        EXPECT_NE(
+            std::string(e.what()).find("::refuse((anonymous namespace)::counter&, long)' threw"),
+            std::string::npos)
+            << e.what();
+      }
     }
     roam::barrier();
   });

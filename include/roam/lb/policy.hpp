@@ -166,7 +166,8 @@ struct control_handler {
     return true;
   }
   static constexpr std::string_view name = detail::type_name<control_handler>();
-  static inline detail::handler_entry entry{name, &invoke, ~0u, &admit};
+  static inline detail::handler_entry entry{
+      name, &invoke, ~0u, &admit, nullptr, detail::handler_traits<H>::is_function_pointer};
   static inline const bool registered = detail::handler_registry::add(&entry);
 };
 }  // namespace internal
@@ -176,6 +177,8 @@ struct control_handler {
 /// - its handler runs as soon as the message arrives, on the thread that delivers it, even
 ///   while every worker is busy: it must be short and must not wait (no futures, no
 ///   roam::mutex, no call().get()); it may send messages and move objects.
+/// Ordering: the control messages from one node to another run in the order they were sent
+/// (the transport's per-pair order), which greedy_refine relies on.
 template <class F, class... Args>
 void send_control(node_id dest, F&& fn, Args&&... args) {
   using H = std::decay_t<F>;
