@@ -132,6 +132,7 @@ TEST(LoadBalancing, MasterWorkerServesWorkersThatAreNotDry) {
                   // asked while it had none would be dry).
                   roam::lb::enable_dist_balancing(false);
                   std::vector<roam::mobile_ptr<unit>> units;
+                  units.reserve(static_cast<std::size_t>(mine));
                   for (int i = 0; i < mine; ++i) units.push_back(roam::make_mobile<unit>());
                   roam::barrier();
                   roam::lb::enable_dist_balancing(true);

@@ -15,7 +15,6 @@ using roam::lb::builtin::node_makespan;
 using roam::lb::builtin::node_report;
 using roam::lb::builtin::planned_move;
 using roam::lb::builtin::refine_plan;
-using roam::lb::builtin::reported_object;
 
 roam::lb::object_id id(std::uint64_t index) {
   roam::lb::object_id i;
@@ -56,6 +55,7 @@ double makespan(const std::vector<node_report>& r) {
   double most = 0;
   for (const auto& n : r) {
     std::vector<double> loads;
+    loads.reserve(n.objects.size());
     for (const auto& o : n.objects) loads.push_back(o.load);
     most = std::max(most, node_makespan(loads, n.workers));
   }
