@@ -2,6 +2,7 @@
 // last stdout line. (The command line is bench_options.hpp's.)
 #pragma once
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -14,6 +15,13 @@ inline std::string number(double v) {
   os.precision(10);
   os << v;
   return os.str();
+}
+
+/// The median of a run's measurements (the upper one of an even count), as the tables
+/// report them.
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
 template <class T>

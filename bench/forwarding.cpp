@@ -59,11 +59,7 @@ int main(int argc, char** argv) {
       later.push_back(micros(start) / later_calls);
     }
   });
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
-  const double first_us = median(first), later_us = median(later);
+  const double first_us = roam_bench::median(first), later_us = roam_bench::median(later);
   std::printf("%28s %12s\n", "call round trip (median)", "us");
   std::printf("%28s %12.3f\n", "first after a migration", first_us);
   std::printf("%28s %12.3f\n", "later calls", later_us);

@@ -121,11 +121,6 @@ double waiting_cpu_share() {
   return share;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -148,12 +143,13 @@ int main(int argc, char** argv) {
     one.push_back(run_once(1, false));
     waiting.push_back(waiting_cpu_share());
   }
-  const double waiting_share = median(waiting);
-  const double lend_s = median(lend), two_s = median(two), one_s = median(one);
+  const double waiting_share = roam_bench::median(waiting);
+  const double lend_s = roam_bench::median(lend), two_s = roam_bench::median(two),
+               one_s = roam_bench::median(one);
   std::printf("%ld handlers of %ld ns, %d rounds (median [min, max] seconds)\n", handlers, work_ns,
               rounds);
   auto row = [](const char* name, const std::vector<double>& v) {
-    std::printf("%-34s %8.3f [%6.3f, %6.3f]\n", name, median(v),
+    std::printf("%-34s %8.3f [%6.3f, %6.3f]\n", name, roam_bench::median(v),
                 *std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end()));
   };
   row("1 worker + lent application thread", lend);
