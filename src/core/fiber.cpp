@@ -42,6 +42,7 @@ struct fiber {
   fiber* next = nullptr;
   std::uint32_t handler = no_handler;  // what runs on it, for a stack overflow's report
   const void* note = nullptr;          // exchange_fiber_note()
+  std::uint64_t runs = 0;              // items started on it: tells its runs apart
 #if ROAM_TSAN_FIBERS
   void* tsan = nullptr;
 #endif
@@ -278,6 +279,7 @@ void run_item(work_item* w) {
   f->item = w;
   f->node = current_node();
   f->note = nullptr;
+  ++f->runs;
   f->handler =
       w->execute == &node_runtime::execute ? static_cast<message*>(w)->header.handler : no_handler;
   switch_request* r = enter(f);
@@ -348,6 +350,11 @@ const void* fiber_note() noexcept {
 }
 
 const fiber* current_fiber() noexcept { return state().current; }
+
+fiber_run current_fiber_run() noexcept {
+  const fiber* f = state().current;
+  return {f, f ? f->runs : 0};
+}
 
 void set_running_handler(std::uint32_t handler) noexcept {
   if (fiber* f = state().current) f->handler = handler;

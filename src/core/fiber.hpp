@@ -37,6 +37,15 @@ bool run_one_item_of_my_node();
 bool on_fiber() noexcept;
 /// The fiber the calling code runs on, or nullptr.
 const fiber* current_fiber() noexcept;
+/// The work item running on the calling fiber: its fiber and which of the fiber's runs
+/// (fibers are reused, so the pointer alone names a later item too). {nullptr, 0} off
+/// fibers.
+struct fiber_run {
+  const fiber* on = nullptr;
+  std::uint64_t run = 0;
+  friend bool operator==(const fiber_run&, const fiber_run&) = default;
+};
+fiber_run current_fiber_run() noexcept;
 
 /// Suspends the calling fiber. Once its context is saved, `park(f, arg)` runs on the
 /// thread's own stack and must arrange for resume_later(f) to be called (possibly at once).

@@ -384,7 +384,9 @@ std::uint64_t next_collective_sequence(node_runtime& n) noexcept {
 // ---- waiting ------------------------------------------------------------------------------
 
 void waitable::forbid_wait_from_this_fiber(std::string why) {
-  forbidden_waiter_ = current_fiber();
+  const fiber_run here = current_fiber_run();
+  forbidden_waiter_ = here.on;
+  forbidden_run_ = here.run;
   if (forbidden_waiter_) forbidden_why_ = std::make_unique<std::string>(std::move(why));
 }
 
@@ -430,7 +432,8 @@ bool wait_until(waitable& w, std::chrono::steady_clock::time_point deadline) {
   flush_thread_lanes();
   w.waiters_.fetch_add(1, std::memory_order_seq_cst);
   if (on_fiber()) {
-    if (w.forbidden_waiter_ && w.forbidden_waiter_ == current_fiber() && !w.ready()) {
+    if (w.forbidden_waiter_ &&
+        current_fiber_run() == fiber_run{w.forbidden_waiter_, w.forbidden_run_} && !w.ready()) {
       w.waiters_.fetch_sub(1);
       throw usage_error(*w.forbidden_why_);
     }

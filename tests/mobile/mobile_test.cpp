@@ -463,6 +463,39 @@ TEST(MobileObjects, HandlersMayMigrateOrDestroyTheirOwnObject) {
   });
 }
 
+// A migration asked for by one handler may be waited for by a later handler on that node,
+// even one that runs on the same (reused) fiber: only the asking handler's own wait can
+// never finish. The check once compared fibers only, and stopped such a job.
+roam::future<void> asked_migration;  // node 0's, set and read by its handlers
+std::atomic<bool> waited_for_migration{false};
+TEST(MobileObjects, ALaterHandlerMayWaitForAMigrationAnEarlierOneAskedFor) {
+  roam::config cfg = roam::config::from_environment();
+  cfg.threads = 1;  // one worker: the second handler takes the first one's fiber
+  cfg.lend_app_thread = false;
+  ASSERT_EQ(roam::run(cfg,
+                      [] {
+                        if (roam::this_node() == 0) {
+                          auto p = roam::make_mobile<counter>();
+                          const roam::node_id dest = next_node();
+                          // The waiting handler is queued before the move can start.
+                          p.send(
+                              [](counter&, roam::mobile_ptr<counter> self, roam::node_id to) {
+                                asked_migration = roam::migrate(self, to);
+                                roam::send(0, [] {
+                                  asked_migration.get();
+                                  waited_for_migration = true;
+                                });
+                              },
+                              p, dest);
+                          roam::wait_quiescence();
+                          EXPECT_TRUE(waited_for_migration.load());
+                          EXPECT_EQ(roam::locate(p).get(), dest);
+                        }
+                        roam::barrier();
+                      }),
+            0);
+}
+
 TEST(MobileObjects, DestroyedAndMistypedPointersFailClearly) {
   run_everywhere([] {
     if (roam::this_node() == 0) {

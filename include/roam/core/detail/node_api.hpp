@@ -138,8 +138,9 @@ const void* fiber_note() noexcept;
 /// node can wait for while running other work.
 class waitable {
  public:
-  /// The calling fiber can never see this ready (it holds what readiness needs): a wait
-  /// on it from that fiber throws roam::usage_error with `why` instead of hanging.
+  /// The item running on the calling fiber (a handler) can never see this ready (it holds
+  /// what readiness needs): a wait on it from that item throws roam::usage_error with `why`
+  /// instead of hanging. Later items that reuse the fiber may wait.
   /// Call before the waitable is shared with other threads.
   void forbid_wait_from_this_fiber(std::string why);
 
@@ -160,7 +161,8 @@ class waitable {
   std::mutex lock_;                          // guards suspended_; used by foreign_ready_
   std::condition_variable foreign_ready_;    // threads outside any node block here
   fiber* suspended_ = nullptr;               // fibers suspended in wait(), resumed when ready
-  const fiber* forbidden_waiter_ = nullptr;  // see forbid_wait_from_this_fiber
+  const fiber* forbidden_waiter_ = nullptr;  // see forbid_wait_from_this_fiber: the item
+  std::uint64_t forbidden_run_ = 0;          // running on this fiber, on its run number
   std::unique_ptr<std::string> forbidden_why_;
 };
 
