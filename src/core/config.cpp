@@ -137,7 +137,7 @@ const std::vector<setting>& settings() {
        "naming the handler (default 128K)",
        false,
        [](config& c, std::string_view v, const std::string& o) {
-         c.stack_bytes = parse_bytes(v, o, std::uint64_t{16} << 10, std::uint64_t{1} << 30);
+         c.stack_bytes = parse_bytes(v, o, std::uint64_t{16} << 10, max_stack_bytes);
        }},
       {"pin", "ROAM_PIN", "on|off", "pin workers to cores with hwloc (default off)", true,
        [](config& c, std::string_view v, const std::string& o) { c.pin = parse_bool(v, o); }},

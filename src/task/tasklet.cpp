@@ -1,5 +1,6 @@
 #include <roam/task/tasklet.hpp>
 
+#include <roam/core/config.hpp>
 #include <roam/core/detail/aggregation.hpp>
 
 #include "../core/fiber.hpp"
@@ -56,8 +57,7 @@ void park_join(fiber* f, void* arg) {
 
 void spawn_tasklet(tasklet* t) {
   (void)sized_registered;
-  constexpr std::size_t largest_stack = std::size_t{1} << 30;  // as --roam-stack-size
-  if (t->stack_bytes > largest_stack)
+  if (t->stack_bytes > max_stack_bytes)
     throw usage_error("roam::spawn: roam::stack_size{" + std::to_string(t->stack_bytes) +
                       "} exceeds the largest stack, 1 GiB");
   t->execute = t->stack_bytes > fiber_stack_size() ? &run_sized_tasklet : &run_tasklet;

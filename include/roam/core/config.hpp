@@ -7,6 +7,9 @@
 
 namespace roam {
 
+/// The largest stack a handler or tasklet may have (--roam-stack-size, roam::stack_size).
+inline constexpr std::uint64_t max_stack_bytes = std::uint64_t{1} << 30;
+
 /// How nodes are formed.
 enum class transport_kind {
   automatic,  ///< mpi when launched by mpiexec with more than one rank, else inproc
