@@ -94,9 +94,7 @@ void run_bundle(node_runtime& node, message_ptr& m) {
     if (e->batch) {
       set_running_handler(g.handler);  // a stack overflow names it too
       // Errors name the channel's handler, not the bundle that carried it.
-      const auto name = [&] {
-        return handler_display_name(e->name, e->names_function ? g.function : 0);
-      };
+      const auto name = [&] { return handler_display_name(g.handler, g.function); };
       try {
         e->batch(node, h.source, p, g.bytes, g.count, g.function);
       } catch (const deserialization_error& ex) {

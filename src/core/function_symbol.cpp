@@ -9,8 +9,9 @@
 // the ABI (<elf.h>) and reading it takes the few lines below.
 #include <roam/core/detail/function_symbol.hpp>
 #include <roam/core/detail/function_table.hpp>
+#include <roam/core/detail/handler_registry.hpp>
+#include <roam/core/detail/node_api.hpp>
 
-#include <cxxabi.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -20,7 +21,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -99,15 +99,9 @@ std::string find_symbol(const mapped_file& f, std::uint32_t kind, std::uint64_t 
   return {};
 }
 
-std::string demangle(std::string symbol) {
-  // A versioned name ("f@@V1", in a shared library's table) demangles without its version.
-  symbol = symbol.substr(0, symbol.find('@'));
-  int status = 0;
-  char* out = abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status);
-  if (status != 0 || !out) return symbol;  // a C function, or extern "C"
-  std::string text(out);
-  std::free(out);
-  return text;
+/// A versioned name ("f@@V1", in a shared library's table) demangles without its version.
+std::string demangle(const std::string& symbol) {
+  return demangled(symbol.substr(0, symbol.find('@')).c_str());
 }
 
 }  // namespace
@@ -131,6 +125,12 @@ std::string function_symbol(std::uint64_t token) {
   std::lock_guard guard(lock);
   known.emplace(token, name);
   return name;
+}
+
+std::string handler_display_name(std::uint32_t id, std::uint64_t function) {
+  const handler_entry* e = handler_registry::find(id);
+  if (!e) return "#" + std::to_string(id);
+  return handler_display_name(e->name, e->names_function ? function : 0);
 }
 
 std::string handler_display_name(std::string_view registered, std::uint64_t function) {

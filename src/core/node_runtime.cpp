@@ -24,14 +24,8 @@ namespace {
 thread_local node_runtime* tl_node [[gnu::tls_model("initial-exec")]] = nullptr;
 
 std::string describe(const message_header& h) {
-  const handler_entry* e = handler_registry::find(h.handler);
   std::string text = "handler '";
-  if (e)
-    text += handler_display_name(e->name, e->names_function ? h.function : 0);
-  else {
-    text += '#';
-    text += std::to_string(h.handler);
-  }
+  text += handler_display_name(h.handler, h.function);
   text += "', message from node ";
   text += std::to_string(h.source);
   text += " to node ";
@@ -281,13 +275,15 @@ std::shared_ptr<reply_target> node_runtime::take_call(std::uint64_t id) {
 
 // ---- node_api ---------------------------------------------------------------------------
 
-std::string type_name_of(const std::type_info& type) {
+std::string demangled(const char* symbol) {
   int status = 0;
-  char* out = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
-  std::string result = (status == 0 && out) ? out : type.name();
+  char* out = abi::__cxa_demangle(symbol, nullptr, nullptr, &status);
+  std::string result = (status == 0 && out) ? out : symbol;  // a C name stays as it is
   std::free(out);
   return result;
 }
+
+std::string type_name_of(const std::type_info& type) { return demangled(type.name()); }
 
 void bind_thread_to_node(node_runtime* n) noexcept {
   forget_thread_lanes();
@@ -510,8 +506,9 @@ bool wait_until(waitable& w, std::chrono::steady_clock::time_point deadline) {
       const auto now = clock::now();
       if (timed && now >= deadline) break;
       if (run_work && now - since < s.spin_budget()) continue;
+    } else if (timed && clock::now() >= deadline) {
+      break;
     }
-    if (timed && clock::now() >= deadline) break;
     end_spin();
     const std::uint64_t epoch = s.waiter_epoch();
     if (!w.ready()) {

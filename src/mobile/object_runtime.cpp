@@ -57,9 +57,7 @@ std::string handler_name(const message_header& h, const object_message_header& o
     default:
       break;
   }
-  const handler_entry* e = handler_registry::find(h.handler);
-  if (!e) return "#" + std::to_string(h.handler);
-  return handler_display_name(e->name, e->names_function ? h.function : 0);
+  return handler_display_name(h.handler, h.function);
 }
 
 void send_location_update(node_runtime& n, node_id to, const object_id& id, route r);

@@ -218,7 +218,7 @@ struct am_handler {
     }
     run_and_reply<typename traits::result>(
         node, h, entry.name, [&]() -> decltype(auto) { return call(fn, args, seq); },
-        traits::is_function_pointer);
+        entry.names_function);
   }
 
   static constexpr std::string_view name = type_name<H>();

@@ -18,4 +18,9 @@ std::string function_symbol(std::uint64_t token);
 /// name. `registered` is the handler's registered (type) name.
 std::string handler_display_name(std::string_view registered, std::uint64_t function);
 
+/// How an error names the handler with id `id` carried by a message whose function token
+/// is `function`: by symbol when the handler is a free function (handler_entry::
+/// names_function), else by its registered name; "#id" when no handler has that id.
+std::string handler_display_name(std::uint32_t id, std::uint64_t function);
+
 }  // namespace roam::detail

@@ -23,8 +23,6 @@ namespace roam::detail {
 
 class node_runtime;
 struct fiber;
-class waitable;
-bool wait_until(waitable& w, std::chrono::steady_clock::time_point deadline);
 
 /// The node the calling thread belongs to (worker, communication or application thread of
 /// that node), or nullptr for threads that belong to no node.
@@ -42,6 +40,8 @@ unsigned workers_of(const node_runtime& n) noexcept;
 
 /// The readable (demangled) name of a type, for error messages.
 std::string type_name_of(const std::type_info& type);
+/// A mangled C++ symbol demangled; any other name as it is.
+std::string demangled(const char* symbol);
 
 /// Stops the whole job: prints "roam: fatal error on node N: <what>" on stderr and makes
 /// every process exit with a non-zero status. Never returns.

@@ -130,7 +130,8 @@ struct object_handler {
       request.source = oh.origin;  // forwarding changed the source; the caller is the origin
       run_and_reply<result>(
           n, request, entry.name,
-          [&]() -> decltype(auto) { return Kind::call(fn, target, args, seq); }, by_symbol);
+          [&]() -> decltype(auto) { return Kind::call(fn, target, args, seq); },
+          entry.names_function);
     } else {
       // call() rejects such handlers at compile time; only a corrupt flag gets here.
       throw deserialization_error("a reply was asked for a handler whose result cannot be sent");
