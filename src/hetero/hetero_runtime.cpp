@@ -190,8 +190,10 @@ std::shared_ptr<hetero_task_state> make_hetero_task(const kernel& k, const launc
 }
 
 namespace {
+// The phase is the engine's once the task is submitted (its thread moves it on): read it
+// under the engine's lock.
 void check_building(const hetero_task_state& task, const char* what) {
-  if (task.phase != task_phase::building) {
+  if (task.engine->submitted(task)) {
     throw device_error(std::string("roam: hetero_task::") + what + " after submit()");
   }
 }
@@ -249,7 +251,8 @@ void add_task_dependency(hetero_task_state& task, const std::shared_ptr<hetero_t
 }
 
 void submit_task(const std::shared_ptr<hetero_task_state>& task) {
-  if (task->phase == task_phase::building) {
+  // A second submit() is refused by the engine; only the first one's arguments are checked.
+  if (!task->engine->submitted(*task)) {
     std::vector<kernel_argument> arguments;
     arguments.reserve(task->arguments.size());
     for (const auto& a : task->arguments) arguments.push_back(a.value);
