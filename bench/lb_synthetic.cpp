@@ -157,12 +157,13 @@ result run_policy(const settings& s, const std::string& policy, bool mpi,
   cfg.threads = s.workers;
   cfg.lend_app_thread = false;  // exactly `workers` threads run units on every node
   cfg.comm_thread = mpi;        // balancing requests reach nodes whose workers are all busy
-  cfg.lb = policy;
+  cfg.of<roam::lb::policy_settings>().policy = policy;
   // A node below this asks for work (default: two units per worker, so that it asks
   // before its workers run dry).
-  cfg.lb_threshold = s.threshold > 0 ? s.threshold : 2.0 * s.workers;
-  if (policy == "greedy_refine") cfg.lb_period_us = 5000;  // a global round costs more
-  cfg.lb_tolerance = 0.05;
+  cfg.of<roam::lb::policy_settings>().threshold = s.threshold > 0 ? s.threshold : 2.0 * s.workers;
+  if (policy == "greedy_refine")
+    cfg.of<roam::lb::policy_settings>().period_us = 5000;  // a global round costs more
+  cfg.of<roam::lb::policy_settings>().tolerance = 0.05;
   unit_ms = s.unit_ms;
   sleep_work = s.sleep;
   clock_started = false;

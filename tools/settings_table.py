@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The README's table of runtime settings, generated from the settings themselves.
 
-Every roam program prints its settings with --roam-help (roam::config::help_text(), from the
-table in src/core/config.cpp). This script runs such a program, parses that output and prints
+Every roam program prints its settings with --roam-help (roam::config::help_text(): the
+settings every linked layer registered). This script runs such a program, parses that output and prints
 a Markdown table of it, so the README's table cannot drift from the code:
 
   tools/settings_table.py PROGRAM                     print the table
@@ -10,7 +10,7 @@ a Markdown table of it, so the README's table cannot drift from the code:
                                                       block differs from the table
   tools/settings_table.py PROGRAM --write README.md   replace the README's block by the table
 
-PROGRAM is any roam executable (e.g. build/default/examples/first_program), or '-' to read the
+PROGRAM is roam-settings (build/default/roam-settings: every layer) or any roam executable, or '-' to read the
 --roam-help text from standard input. The README's block is everything between the lines
 <!-- settings:begin --> and <!-- settings:end -->. Python 3 standard library only.
 """

@@ -7,8 +7,8 @@
 #include <roam/am/event.hpp>
 #include <roam/am/remote_promise.hpp>
 #include <roam/am/send.hpp>
+#include <roam/base/error.hpp>
 #include <roam/core/config.hpp>
-#include <roam/core/error.hpp>
 #include <roam/core/runtime.hpp>
 #include <roam/lb/policy.hpp>
 #include <roam/mobile/lifecycle.hpp>

@@ -2,7 +2,7 @@
 // that unpacks them on the receiving node.
 #include "aggregation_lanes.hpp"
 
-#include "fiber.hpp"
+#include <roam/core/detail/fiber.hpp>
 #include "node_runtime.hpp"
 #include "process_runtime.hpp"
 #include "scheduler.hpp"

@@ -1,8 +1,8 @@
-#include "fiber.hpp"
+#include <roam/core/detail/fiber.hpp>
 
 #include <roam/core/detail/aggregation.hpp>
 
-#include "../common/page_size.hpp"
+#include <roam/base/detail/page_size.hpp>
 #include "node_runtime.hpp"
 
 #include <roam/core/detail/node_api.hpp>

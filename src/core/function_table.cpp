@@ -1,5 +1,5 @@
+#include <roam/base/error.hpp>
 #include <roam/core/detail/function_table.hpp>
-#include <roam/core/error.hpp>
 
 #include <link.h>
 

@@ -1,9 +1,9 @@
 #include "node_runtime.hpp"
 
-#include "fiber.hpp"
+#include <roam/core/detail/fiber.hpp>
 #include "process_runtime.hpp"
 
-#include "../common/thread_name.hpp"
+#include <roam/base/detail/thread_name.hpp>
 
 #include <roam/core/detail/function_symbol.hpp>
 #include <roam/core/detail/handler_registry.hpp>

@@ -89,10 +89,6 @@ class node_runtime {
 /// when it was opened): delivers it locally or hands it to the transport.
 void post_counted(node_runtime& from, message_ptr m) noexcept;
 
-/// fatal() for a signal handler: writes `line` (a whole line, newline included) to stderr
-/// as it is and stops the job. Async-signal-safe up to the job's abort hook.
-[[noreturn]] void fatal_from_signal(const char* line, std::size_t bytes) noexcept;
-
 /// Makes the calling thread belong to `n` (or to no node with nullptr).
 void bind_thread_to_node(node_runtime* n) noexcept;
 

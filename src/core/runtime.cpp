@@ -1,14 +1,13 @@
 #include "process_runtime.hpp"
 
-#include "fiber.hpp"
+#include <roam/core/detail/fiber.hpp>
 #include "stack_overflow.hpp"
 
-#include "../common/thread_name.hpp"
-#include "../transport/transports.hpp"
-
+#include <roam/base/detail/thread_name.hpp>
 #include <roam/core/detail/function_table.hpp>
 #include <roam/core/detail/handler_registry.hpp>
 #include <roam/core/runtime.hpp>
+#include <roam/transport/detail/backends.hpp>
 
 #include <pthread.h>
 #include <unistd.h>
@@ -22,7 +21,6 @@ namespace roam::detail {
 namespace {
 
 std::atomic<process_runtime*> active{nullptr};
-std::atomic<void (*)()> abort_hook{nullptr};
 std::mutex run_lock;
 
 unsigned default_workers(const config& cfg, const transport& t, unsigned processes_on_host) {
@@ -34,51 +32,20 @@ unsigned default_workers(const config& cfg, const transport& t, unsigned process
 
 }  // namespace
 
-void set_job_abort_hook(void (*hook)()) noexcept { abort_hook.store(hook); }
-
 namespace {
 
-std::atomic<bool> dying{false};
-std::atomic<pthread_t> dying_thread{};
-
-// Another thread is already taking the job down; do not interleave messages. The same
-// thread again (its report overflowed the stack, or faulted) ends the process at once.
-[[noreturn]] void wait_for_the_end() noexcept {
-  if (pthread_equal(dying_thread.load(), pthread_self())) std::_Exit(EXIT_FAILURE);
-  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+long node_of_this_thread() noexcept {
+  node_runtime* n = current_node();
+  return n ? static_cast<long>(n->id()) : -1;
 }
 
-bool start_dying() noexcept {
-  if (dying.exchange(true)) return false;
-  dying_thread.store(pthread_self());
+// fatal() (base layer) names the node of the failing thread.
+[[maybe_unused]] const bool fatal_names_nodes = [] {
+  set_fatal_node_lookup(node_of_this_thread);
   return true;
-}
+}();
 
 }  // namespace
-
-void fatal_from_signal(const char* line, std::size_t bytes) noexcept {
-  if (!start_dying()) wait_for_the_end();
-  while (bytes > 0) {
-    const ssize_t written = ::write(STDERR_FILENO, line, bytes);
-    if (written <= 0) break;
-    line += written;
-    bytes -= static_cast<std::size_t>(written);
-  }
-  if (auto hook = abort_hook.load()) hook();
-  std::_Exit(EXIT_FAILURE);
-}
-
-void fatal(const std::string& what) noexcept {
-  if (!start_dying()) wait_for_the_end();
-  node_runtime* n = current_node();
-  if (n)
-    std::fprintf(stderr, "roam: fatal error on node %u: %s\n", n->id(), what.c_str());
-  else
-    std::fprintf(stderr, "roam: fatal error: %s\n", what.c_str());
-  std::fflush(stderr);
-  if (auto hook = abort_hook.load()) hook();
-  std::_Exit(EXIT_FAILURE);
-}
 
 process_runtime* active_process() noexcept { return active.load(); }
 
@@ -109,8 +76,8 @@ process_runtime::process_runtime(const config& cfg) : config_(cfg) {
   bool use_mpi =
       cfg.transport == transport_kind::mpi ||
       (cfg.transport == transport_kind::automatic && launched_with_several_mpi_processes());
-  transport_ =
-      use_mpi ? make_mpi_transport(cfg, deliver) : make_inproc_transport(cfg.nodes, deliver);
+  transport_ = use_mpi ? make_mpi_transport({cfg.frame_payload_bytes(), !cfg.comm_thread}, deliver)
+                       : make_inproc_transport(cfg.nodes, deliver);
 
   std::string fingerprint =
       handler_registry::fingerprint() + module_fingerprint() + "setting frame-payload-bytes " +
@@ -216,6 +183,12 @@ int run_spmd(const config& cfg, std::function<void()> body) {
 
   handler_registry::seal();
   load_module_table();
+  // Layers whose objects the application makes inside the run (a hetero_runtime) read their
+  // settings from the run's.
+  set_job_settings(&cfg.layers);
+  struct job_settings_scope {
+    ~job_settings_scope() { set_job_settings(nullptr); }
+  } clear_job_settings;
   process_runtime process(cfg);
   active.store(&process);
   process.start();

@@ -1,12 +1,14 @@
 #include "scheduler.hpp"
 
+#include <roam/core/detail/tasklet_queues.hpp>
+
 #include <roam/core/detail/aggregation.hpp>
 
-#include "fiber.hpp"
+#include <roam/core/detail/fiber.hpp>
 #include "node_runtime.hpp"
 #include "stack_overflow.hpp"
 
-#include "../common/thread_name.hpp"
+#include <roam/base/detail/thread_name.hpp>
 
 #include <hwloc.h>
 
@@ -412,5 +414,29 @@ void scheduler::pin_current_thread(unsigned core) {
   if (pu && hwloc_set_cpubind(topo.topo, pu->cpuset, HWLOC_CPUBIND_THREAD) != 0)
     std::fprintf(stderr, "roam: warning: could not pin a worker to PU %u\n", pu->os_index);
 }
+
+// ---- tasklet_queues.hpp: the task layer's view of the scheduler ----------------------------
+
+own_push push_own_tasklet(node_runtime& n, work_item* w) noexcept {
+  work_stealing_deque* d = n.sched().own_deque();
+  if (!d) return own_push::no_deque;
+  if (!d->push(w)) return own_push::deque_full;
+  n.sched().notify_new_work();
+  return own_push::queued;
+}
+
+work_item* pop_own_tasklet(node_runtime& n) noexcept {
+  work_stealing_deque* d = n.sched().own_deque();
+  return d ? d->pop() : nullptr;
+}
+
+void return_own_tasklet(node_runtime& n, work_item* w) noexcept {
+  work_stealing_deque* d = n.sched().own_deque();
+  if (!d || !d->push(w)) n.sched().push(w);  // cannot happen: its slot was just freed
+}
+
+void push_shared_work(node_runtime& n, work_item* w) noexcept { n.sched().push(w); }
+
+bool run_one_available(node_runtime& n) { return n.sched().run_one(current_worker()); }
 
 }  // namespace roam::detail

@@ -8,7 +8,7 @@
 // default one that dumps core), as if roam had not been there.
 #include "stack_overflow.hpp"
 
-#include "fiber.hpp"
+#include <roam/core/detail/fiber.hpp>
 #include "node_runtime.hpp"
 
 #include <roam/core/detail/handler_registry.hpp>

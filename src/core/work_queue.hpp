@@ -6,45 +6,14 @@
 // the contention a node sees, and its emptiness test is one relaxed load.
 #pragma once
 
+#include <roam/base/detail/spin_lock.hpp>
 #include <roam/transport/message.hpp>
 
 #include <atomic>
 #include <cstddef>
 #include <thread>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
-
 namespace roam::detail {
-
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  _mm_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
-class spin_lock {
- public:
-  void lock() noexcept {
-    for (unsigned spins = 0;; ++spins) {
-      if (!flag_.exchange(true, std::memory_order_acquire)) return;
-      while (flag_.load(std::memory_order_relaxed)) {
-        // On an oversubscribed machine the holder may be descheduled: give it the core.
-        if (++spins > 64)
-          std::this_thread::yield();
-        else
-          cpu_relax();
-      }
-    }
-  }
-  void unlock() noexcept { flag_.store(false, std::memory_order_release); }
-
- private:
-  std::atomic<bool> flag_{false};
-};
 
 class work_queue {
  public:

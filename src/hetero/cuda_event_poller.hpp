@@ -28,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-#include "../common/thread_name.hpp"
+#include <roam/base/detail/thread_name.hpp>
 #include "device_event_state.hpp"
 
 namespace roam::detail {

@@ -1,7 +1,7 @@
 // The parts of the device API that every backend shares.
 #include "roam/hetero/device.hpp"
 
-#include "../common/page_size.hpp"
+#include <roam/base/detail/page_size.hpp>
 
 #include <algorithm>
 #include <array>

@@ -1,7 +1,7 @@
 // The heterogeneous framework's core runtime; see hetero_engine.hpp for its shape.
 #include "hetero_engine.hpp"
 
-#include "../common/thread_name.hpp"
+#include <roam/base/detail/thread_name.hpp>
 #include "backends.hpp"
 
 #include <algorithm>

@@ -1,6 +1,8 @@
 // hetero_runtime, and the calls behind hetero_object and hetero_task.
 #include "roam/hetero/hetero_runtime.hpp"
 
+#include <roam/base/settings.hpp>
+
 #include <atomic>
 #include <charconv>
 #include <cstdlib>
@@ -27,24 +29,72 @@ std::shared_ptr<detail::hetero_engine> engine_or_throw() {
   return current_engine;
 }
 
-std::size_t parse_size(const char* name, const char* text) {
-  std::size_t value = 0;
-  const char* end = text + std::char_traits<char>::length(text);
-  auto [ptr, ec] = std::from_chars(text, end, value);
-  if (ec != std::errc() || ptr != end) {
-    throw device_error(std::string("roam: ") + name + "='" + text + "' is not a whole number");
+// The framework's settings reject what they reject with device_error (code errc::config),
+// so that a catch of device_error sees every failure of the framework.
+template <class Apply>
+void as_device_error(Apply apply) {
+  try {
+    apply();
+  } catch (const config_error& e) {
+    throw device_error(errc::config, e.message());
   }
+}
+
+std::size_t whole_number(std::string_view text, const std::string& origin) {
+  std::size_t value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size() || text.empty())
+    throw device_error(errc::config, "invalid value '" + std::string(text) + "' for " + origin +
+                                         ": expected a whole number");
   return value;
 }
 
-/// A variable that names one of two modes: true for `first`, false for `second`.
-bool parse_choice(const char* name, const std::string& text, const char* first,
-                  const char* second) {
-  if (text != first && text != second) {
-    throw device_error(std::string("roam: ") + name + " must be '" + first + "' or '" + second +
-                       "', not '" + text + "'");
-  }
-  return text == first;
+std::vector<setting<hetero_options>> hetero_settings() {
+  return {
+      {"hetero-backends", "ROAM_HETERO_BACKENDS", "host,opencl,cuda",
+       "the heterogeneous framework's backends, a comma-separated list (default: all built)", false,
+       [](hetero_options& o, std::string_view v, const std::string&) { o.backends = v; }},
+      {"hetero-memory-limit", "ROAM_HETERO_MEMORY_LIMIT", "bytes",
+       "cap on the memory the framework uses per device (default 0: the device's memory)", false,
+       [](hetero_options& o, std::string_view v, const std::string& origin) {
+         o.memory_limit = whole_number(v, origin);
+       }},
+      {"hetero-host-threads", "ROAM_HETERO_HOST_THREADS", "0..4096",
+       "threads of the host backend (default 0: hardware threads)", false,
+       [](hetero_options& o, std::string_view v, const std::string& origin) {
+         as_device_error([&] { o.host_threads = setting_values::count(v, origin, 0, 4096); });
+       }},
+      {"hetero-host-memory", "ROAM_HETERO_HOST_MEMORY", "shared|separate",
+       "the host backend computes on host memory (shared, default) or copies like a discrete "
+       "device (separate)",
+       false,
+       [](hetero_options& o, std::string_view v, const std::string& origin) {
+         as_device_error([&] {
+           o.host_separate_memory = setting_values::choice(v, origin, {"shared", "separate"}) == 1;
+         });
+       }},
+      {"hetero-queues", "ROAM_HETERO_QUEUES", "1..1024", "compute queues per device (default 2)",
+       false,
+       [](hetero_options& o, std::string_view v, const std::string& origin) {
+         as_device_error([&] { o.compute_queues = setting_values::count(v, origin, 1, 1024); });
+       }},
+      {"hetero-dispatch", "ROAM_HETERO_DISPATCH", "callers|engine",
+       "who runs the engine's work: the threads that submit and complete (callers, default), or "
+       "only the engine thread",
+       false,
+       [](hetero_options& o, std::string_view v, const std::string& origin) {
+         as_device_error([&] {
+           o.dispatch_on_callers = setting_values::choice(v, origin, {"callers", "engine"}) == 0;
+         });
+       }},
+  };
+}
+
+// Linking the framework registers its settings, so that --roam-help lists them.
+[[maybe_unused]] const detail::settings_group& registered = hetero_options::registration();
+
+void* only_hetero_settings(void* options, const detail::settings_group& group) {
+  return &group == &registered ? options : nullptr;
 }
 
 }  // namespace
@@ -61,22 +111,18 @@ const char* to_string(coherence c) noexcept {
   return "?";
 }
 
+const detail::settings_group& hetero_options::registration() {
+  static const detail::settings_group& group = register_settings<hetero_options>(
+      "heterogeneous framework (roam::hetero_options)", 80, hetero_settings());
+  return group;
+}
+
 hetero_options hetero_options::from_environment() {
+  if (const layer_settings* job = detail::job_settings())
+    if (const void* given = job->find(registration()))
+      return *static_cast<const hetero_options*>(given);
   hetero_options options;
-  if (const char* v = std::getenv("ROAM_HETERO_BACKENDS")) options.backends = v;
-  if (const char* v = std::getenv("ROAM_HETERO_MEMORY_LIMIT"))
-    options.memory_limit = parse_size("ROAM_HETERO_MEMORY_LIMIT", v);
-  if (const char* v = std::getenv("ROAM_HETERO_HOST_THREADS"))
-    options.host_threads = static_cast<unsigned>(parse_size("ROAM_HETERO_HOST_THREADS", v));
-  if (const char* v = std::getenv("ROAM_HETERO_HOST_MEMORY"))
-    options.host_separate_memory = parse_choice("ROAM_HETERO_HOST_MEMORY", v, "separate", "shared");
-  if (const char* v = std::getenv("ROAM_HETERO_QUEUES")) {
-    options.compute_queues = static_cast<unsigned>(parse_size("ROAM_HETERO_QUEUES", v));
-    if (options.compute_queues == 0)
-      throw device_error("roam: ROAM_HETERO_QUEUES must be at least 1");
-  }
-  if (const char* v = std::getenv("ROAM_HETERO_DISPATCH"))
-    options.dispatch_on_callers = parse_choice("ROAM_HETERO_DISPATCH", v, "callers", "engine");
+  detail::apply_environment(only_hetero_settings, &options);
   return options;
 }
 

@@ -11,7 +11,7 @@
 #include <new>
 #include <utility>
 
-#include "../common/thread_block_pool.hpp"
+#include <roam/base/detail/thread_block_pool.hpp>
 
 namespace roam::detail {
 

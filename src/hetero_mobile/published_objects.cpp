@@ -1,7 +1,7 @@
 // The per-node table behind global_hetero_ptr. It lives in one of the node's keyed slots, so
 // each virtual node of an in-process job has its own, and it ends with the node.
+#include <roam/base/error.hpp>
 #include <roam/core/detail/node_api.hpp>
-#include <roam/core/error.hpp>
 #include <roam/hetero_mobile/global_hetero_ptr.hpp>
 
 #include <mutex>

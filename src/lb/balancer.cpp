@@ -57,23 +57,25 @@ policy_registry& registry() {
 struct node_balancer {
   explicit node_balancer(detail::node_runtime& node) : n(node) {
     const config& cfg = detail::settings_of(node);
+    const policy_settings& chosen = cfg.of<policy_settings>();
     factory make;
     {
       auto& r = registry();
       std::lock_guard guard(r.lock);
-      auto it = r.factories.find(cfg.lb);
+      auto it = r.factories.find(chosen.policy);
       if (it == r.factories.end()) {
         std::string known;
         for (auto& [name, f] : r.factories) known += (known.empty() ? "" : ", ") + name;
-        throw config_error("roam: unknown load-balancing policy '" + cfg.lb +
+        throw config_error("roam: unknown load-balancing policy '" + chosen.policy +
                            "' (--roam-lb / ROAM_LB); known: " + known);
       }
       make = it->second;
     }
     the_policy = make(cfg);
-    if (!the_policy) throw config_error("roam: the factory of policy '" + cfg.lb + "' made none");
+    if (!the_policy)
+      throw config_error("roam: the factory of policy '" + chosen.policy + "' made none");
     passive = builtin::is_passive(*the_policy);
-    period = std::chrono::microseconds(cfg.lb_period_us);
+    period = std::chrono::microseconds(chosen.period_us);
     if (passive) return;  // work stealing only: nothing to plug in
 
     object_hooks.context = this;

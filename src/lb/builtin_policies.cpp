@@ -194,7 +194,9 @@ class passive final : public policy {};
 class diffusion final : public distributing_policy {
  public:
   explicit diffusion(const config& c)
-      : threshold_(c.lb_threshold), tolerance_(c.lb_tolerance), size_(c.lb_neighbors) {}
+      : threshold_(c.of<policy_settings>().threshold),
+        tolerance_(c.of<policy_settings>().tolerance),
+        size_(c.of<policy_settings>().neighbors) {}
 
   void balance() override {
     const node_id nodes = roam::num_nodes(), me = roam::this_node();
@@ -329,7 +331,9 @@ class diffusion final : public distributing_policy {
 class master_worker final : public distributing_policy {
  public:
   explicit master_worker(const config& c)
-      : master_(c.lb_master), threshold_(c.lb_threshold), tolerance_(c.lb_tolerance) {}
+      : master_(c.of<policy_settings>().master),
+        threshold_(c.of<policy_settings>().threshold),
+        tolerance_(c.of<policy_settings>().tolerance) {}
 
   void balance() override {
     const node_id nodes = roam::num_nodes(), me = roam::this_node();
@@ -477,7 +481,7 @@ class master_worker final : public distributing_policy {
 /// whose objects' loads persist (report them with load()).
 class greedy_refine final : public distributing_policy {
  public:
-  explicit greedy_refine(const config& c) : tolerance_(c.lb_tolerance) {}
+  explicit greedy_refine(const config& c) : tolerance_(c.of<policy_settings>().tolerance) {}
 
   void balance() override {
     if (roam::this_node() != 0 || roam::num_nodes() < 2) return;

@@ -11,7 +11,7 @@
 // old one alive until the node stops so readers still walking it stay valid.
 #pragma once
 
-#include "../core/work_queue.hpp"
+#include <roam/base/detail/spin_lock.hpp>
 
 #include <roam/mobile/detail/object_runtime.hpp>
 #include <roam/transport/message.hpp>

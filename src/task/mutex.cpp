@@ -1,8 +1,7 @@
 #include <roam/task/mutex.hpp>
 
-#include "../core/fiber.hpp"
-#include "../core/node_runtime.hpp"
-#include "../core/work_queue.hpp"
+#include <roam/base/detail/spin_lock.hpp>
+#include <roam/core/detail/fiber.hpp>
 
 #include <thread>
 

@@ -2,9 +2,9 @@
 
 #include <roam/core/config.hpp>
 #include <roam/core/detail/aggregation.hpp>
-
-#include "../core/fiber.hpp"
-#include "../core/node_runtime.hpp"
+#include <roam/core/detail/fiber.hpp>
+#include <roam/core/detail/node_api.hpp>
+#include <roam/core/detail/tasklet_queues.hpp>
 
 #include <thread>
 
@@ -63,20 +63,15 @@ void spawn_tasklet(tasklet* t) {
   t->execute = t->stack_bytes > fiber_stack_size() ? &run_sized_tasklet : &run_tasklet;
   node_runtime* n = current_node();
   if (!n) throw usage_error("roam::spawn called from a thread that belongs to no node");
-  if (work_stealing_deque* d = n->sched().own_deque()) {
-    if (d->push(t)) {
-      n->sched().notify_new_work();
-      return;
-    }
-    // The deque is full: run it now, which is always correct, if the stack allows;
-    // else any thread of the node runs it on a fiber of its own.
-    if (may_run_inline(t))
-      run_tasklet(t);
-    else
-      n->sched().push(t);
-    return;
-  }
-  n->sched().push(t);  // a thread without a deque (communication thread)
+  const own_push pushed = push_own_tasklet(*n, t);
+  if (pushed == own_push::queued) return;
+  // The deque is full: run it now, which is always correct, if the stack allows; else (or
+  // from a thread without a deque: the communication thread) any thread of the node runs it
+  // on a fiber of its own.
+  if (pushed == own_push::deque_full && may_run_inline(t))
+    run_tasklet(t);
+  else
+    push_shared_work(*n, t);
 }
 
 void join_tasklet(tasklet* t) {
@@ -88,37 +83,34 @@ void join_tasklet(tasklet* t) {
   }
   unsigned rounds = 0;
   while (!t->finished.load(std::memory_order_acquire)) {
-    scheduler& s = n->sched();
     if (on_fiber()) {
       // A task runs inline only the tasklet it joins, when that is the newest on its
       // thread's deque (the common fork-join case). Anything else would run on the
       // joiner's stack: unrelated work could then wait for something the joiner holds (a
       // roam::mutex) or nest without bound. It goes back, and the joiner suspends; the
       // worker runs that work on fibers of its own.
-      if (work_stealing_deque* d = s.own_deque())
-        if (work_item* w = d->pop()) {
-          if (w == t && may_run_inline(t)) {
-            w->execute(w);
-            continue;
-          }
-          if (!d->push(w)) s.push(w);  // cannot happen: a slot was just freed
+      if (work_item* w = pop_own_tasklet(*n)) {
+        if (w == t && may_run_inline(t)) {
+          w->execute(w);
+          continue;
         }
+        return_own_tasklet(*n, w);
+      }
       suspend(park_join, t);
       continue;
     }
     // The application thread cannot be suspended: it helps with its own tasklets, steals,
     // then runs other work of its node. Its tasklets run on its own (large) stack, except
     // those that asked for a stack of their own.
-    if (work_stealing_deque* d = s.own_deque())
-      if (work_item* w = d->pop()) {
-        if (w->execute == &run_tasklet)
-          w->execute(w);
-        else
-          run_item(w);
-        rounds = 0;
-        continue;
-      }
-    if (s.run_one(current_worker())) {
+    if (work_item* w = pop_own_tasklet(*n)) {
+      if (w->execute == &run_tasklet)
+        w->execute(w);
+      else
+        run_item(w);
+      rounds = 0;
+      continue;
+    }
+    if (run_one_available(*n)) {
       rounds = 0;
       continue;
     }
@@ -130,7 +122,7 @@ void join_tasklet(tasklet* t) {
 
 std::size_t default_grain(std::size_t iterations) noexcept {
   node_runtime* n = current_node();
-  const std::size_t workers = n ? n->sched().workers() : 1;
+  const std::size_t workers = n ? workers_of(*n) : 1;
   return std::max<std::size_t>(1, iterations / (8 * workers));
 }
 

@@ -1,7 +1,6 @@
 #include <roam/task/this_task.hpp>
 
-#include "../core/fiber.hpp"
-#include "../core/node_runtime.hpp"
+#include <roam/core/detail/fiber.hpp>
 
 #include <thread>
 

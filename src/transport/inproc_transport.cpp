@@ -1,7 +1,7 @@
 // Virtual nodes inside one process. A send hands the message's bytes to the destination
 // node's queue on the calling thread: the bytes are the same as on the wire, so every
 // serialization path is exercised, but nothing is copied twice.
-#include "transports.hpp"
+#include <roam/transport/detail/backends.hpp>
 
 #include <thread>
 

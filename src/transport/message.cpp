@@ -6,8 +6,8 @@
 // batch exchange keep both sides allocation-free in steady state.
 #include <roam/transport/message.hpp>
 
-#include "../common/page_size.hpp"
-#include "../common/thread_block_pool.hpp"
+#include <roam/base/detail/page_size.hpp>
+#include <roam/base/detail/thread_block_pool.hpp>
 
 #include <atomic>
 #include <cstdlib>

@@ -3,14 +3,15 @@
 // One thread at a time drives MPI (a try-lock around progress(): a dedicated
 // communication thread, or whichever idle worker or waiting thread gets there first), so
 // MPI_THREAD_SERIALIZED suffices. Only non-blocking calls are used. Payloads up to the
-// frame size (config::frame_payload_bytes: the inline threshold, raised to the size of
-// an aggregation buffer) travel inside the header message; larger ones follow in a second
+// frame size (mpi_transport_options::frame_payload_bytes: the inline threshold, raised to the size
+// of an aggregation buffer) travel inside the header message; larger ones follow in a second
 // message whose exact receive the receiver posts when the header arrives. Deliveries from
 // one source are released in arrival order of their headers, so a small message never
 // overtakes a large one sent before it (FIFO per source/destination pair).
-#include "transports.hpp"
+#include <roam/transport/detail/backends.hpp>
 
-#include <roam/core/detail/node_api.hpp>
+#include <roam/base/detail/fatal.hpp>
+#include <roam/base/detail/message_text.hpp>
 
 #include <mpi.h>
 
@@ -48,9 +49,9 @@ std::string line_of(const std::string& text, std::size_t index) {
 
 class mpi_transport final : public transport {
  public:
-  mpi_transport(const config& cfg, delivery_function deliver)
-      : frame_payload_(cfg.frame_payload_bytes()),
-        direct_sends_(!cfg.comm_thread),
+  mpi_transport(const mpi_transport_options& options, delivery_function deliver)
+      : frame_payload_(options.frame_payload_bytes),
+        direct_sends_(options.direct_sends),
         deliver_(std::move(deliver)) {
     int initialized = 0;
     MPI_Initialized(&initialized);
@@ -180,11 +181,14 @@ class mpi_transport final : public transport {
     if (root == fingerprint) return;
     std::size_t line = 0;
     while (line_of(root, line) == line_of(fingerprint, line)) ++line;
-    std::fprintf(stderr,
-                 "roam: fatal error on node %d: this rank runs a different program than rank 0 "
-                 "(handler tables or settings differ); first difference: rank 0 has '%s', rank %d "
-                 "has '%s'\n",
-                 rank_, line_of(root, line).c_str(), rank_, line_of(fingerprint, line).c_str());
+    // Not fatal(): no thread of this rank belongs to a node yet, and the line must name it.
+    const std::string report =
+        fatal_text(rank_,
+                   "this rank runs a different program than rank 0 (handler tables or settings "
+                   "differ); first difference: rank 0 has '" +
+                       line_of(root, line) + "', rank " + std::to_string(rank_) + " has '" +
+                       line_of(fingerprint, line) + "'");
+    std::fprintf(stderr, "%s\n", report.c_str());
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE);
   }
@@ -354,9 +358,10 @@ class mpi_transport final : public transport {
       message_ptr m;
       if (bytes <= sizeof(message_header) + pooled_payload_capacity &&
           slot.block->capacity() > pooled_payload_capacity) {
-        // Frames are sized for a full aggregation bundle (config::frame_payload_bytes):
-        // a small message is copied into a pooled block and its frame posted again, which
-        // costs less than a fresh frame from the large-block cache.
+        // Frames are sized for a full aggregation bundle
+        // (mpi_transport_options::frame_payload_bytes): a small message is copied into a pooled
+        // block and its frame posted again, which costs less than a fresh frame from the
+        // large-block cache.
         m = message::allocate(bytes > sizeof(message_header) ? bytes - sizeof(message_header) : 0);
         std::memcpy(m->wire_data(), slot.block->wire_data(), bytes);
         repost_receive(ring_head_);
@@ -430,7 +435,7 @@ class mpi_transport final : public transport {
   int rank_ = 0, size_ = 1;
   unsigned host_processes_ = 1;
   unsigned host_index_ = 0;
-  const std::uint32_t frame_payload_;  ///< config::frame_payload_bytes(): inline up to this
+  const std::uint32_t frame_payload_;  ///< options.frame_payload_bytes: inline up to this
   const bool direct_sends_;
   delivery_function deliver_;
 
@@ -460,8 +465,9 @@ class mpi_transport final : public transport {
 
 }  // namespace
 
-std::unique_ptr<transport> make_mpi_transport(const config& cfg, delivery_function deliver) {
-  return std::make_unique<mpi_transport>(cfg, std::move(deliver));
+std::unique_ptr<transport> make_mpi_transport(const mpi_transport_options& options,
+                                              delivery_function deliver) {
+  return std::make_unique<mpi_transport>(options, std::move(deliver));
 }
 
 }  // namespace roam::detail

@@ -1,6 +1,6 @@
-#include "transports.hpp"
+#include <roam/transport/detail/backends.hpp>
 
-#include <roam/core/detail/node_api.hpp>
+#include <roam/base/detail/fatal.hpp>
 
 #include <cstdlib>
 #include <cstring>

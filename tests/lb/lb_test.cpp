@@ -44,13 +44,13 @@ struct outcome {
 outcome run_imbalanced(const std::string& policy, roam::node_id loaded, int count, int ms,
                        bool balancing = true) {
   roam::config cfg = roam::config::from_environment();
-  cfg.lb = policy;
+  cfg.of<roam::lb::policy_settings>().policy = policy;
   cfg.threads = 2;
   // Under mpi, requests reach a node whose workers all run long handlers only through a
   // communication thread (the in-process transport delivers on the sender's thread).
   cfg.comm_thread = true;
-  cfg.lb_period_us = 500;
-  cfg.lb_threshold = 1;
+  cfg.of<roam::lb::policy_settings>().period_us = 500;
+  cfg.of<roam::lb::policy_settings>().threshold = 1;
   outcome result;
   EXPECT_EQ(roam::run(cfg,
                       [&] {
@@ -115,11 +115,11 @@ TEST(LoadBalancing, GreedyRefineSpreadsWork) { expect_spread("greedy_refine", 1)
 // master was. Now it also asks when the master had more than it by the tolerance.
 TEST(LoadBalancing, MasterWorkerServesWorkersThatAreNotDry) {
   roam::config cfg = roam::config::from_environment();
-  cfg.lb = "master_worker";
+  cfg.of<roam::lb::policy_settings>().policy = "master_worker";
   cfg.threads = 1;
   cfg.comm_thread = true;
-  cfg.lb_period_us = 500;
-  cfg.lb_threshold = 1;
+  cfg.of<roam::lb::policy_settings>().period_us = 500;
+  cfg.of<roam::lb::policy_settings>().threshold = 1;
   std::size_t before = 0, after = 0;
   EXPECT_EQ(
       roam::run(cfg,
@@ -212,7 +212,7 @@ TEST(LoadBalancing, RunTimesAreMeasuredWhenThePolicyAsks) {
     return std::make_unique<stack_policy>();  // wants_run_times()
   });
   roam::config cfg = roam::config::from_environment();
-  cfg.lb = "test_timed";
+  cfg.of<roam::lb::policy_settings>().policy = "test_timed";
   EXPECT_EQ(roam::run(cfg,
                       [] {
                         roam::lb::enable_dist_balancing(false);  // the object stays on node 0
@@ -291,10 +291,10 @@ TEST(LoadBalancing, BalanceRunsWhileEveryWorkerIsBusy) {
   roam::lb::register_policy(
       "test_counting", [](const roam::config&) { return std::make_unique<counting_policy>(); });
   roam::config cfg = roam::config::from_environment();
-  cfg.lb = "test_counting";
+  cfg.of<roam::lb::policy_settings>().policy = "test_counting";
   cfg.threads = 2;
   cfg.lend_app_thread = false;
-  cfg.lb_period_us = 500;
+  cfg.of<roam::lb::policy_settings>().period_us = 500;
   EXPECT_EQ(roam::run(cfg,
                       [] {
                         if (roam::this_node() == 0) {
@@ -348,7 +348,7 @@ TEST(LoadBalancing, AnObjectMovedToABusyNodeCountsThereAtOnce) {
 TEST(LoadBalancing, DistributingPoliciesRunTheLargestCostFirst) {
   for (const char* policy : {"diffusion", "master_worker", "greedy_refine"}) {
     roam::config cfg = roam::config::from_environment();
-    cfg.lb = policy;
+    cfg.of<roam::lb::policy_settings>().policy = policy;
     cfg.threads = 1;
     cfg.lend_app_thread = false;
     ran_costs.clear();
@@ -376,6 +376,6 @@ TEST(LoadBalancing, DistributingPoliciesRunTheLargestCostFirst) {
 
 TEST(LoadBalancing, UnknownPolicyIsRejected) {
   roam::config cfg = roam::config::from_environment();
-  cfg.lb = "no_such_policy";
+  cfg.of<roam::lb::policy_settings>().policy = "no_such_policy";
   EXPECT_THROW(roam::run(cfg, [] {}), roam::config_error);
 }

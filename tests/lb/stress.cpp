@@ -77,12 +77,12 @@ int main(int argc, char** argv) {
   const long migrations = std::atol(text_option(argc, argv, "--migrations", "100"));
 
   roam::config cfg = roam::config::from_args(argc, argv);
-  cfg.lb = policy;
+  cfg.of<roam::lb::policy_settings>().policy = policy;
   cfg.threads = 2;
   cfg.comm_thread = cfg.transport == roam::transport_kind::mpi;
-  cfg.lb_period_us = 100;  // balance all the time
-  cfg.lb_threshold = 4;    // a few waiting messages
-  cfg.lb_tolerance = 0.0;  // any difference is worth a request
+  cfg.of<roam::lb::policy_settings>().period_us = 100;  // balance all the time
+  cfg.of<roam::lb::policy_settings>().threshold = 4;    // a few waiting messages
+  cfg.of<roam::lb::policy_settings>().tolerance = 0.0;  // any difference is worth a request
   bool failed = false;
   const int status = roam::run(cfg, [&] {
     const roam::node_id me = roam::this_node(), nodes = roam::num_nodes();

@@ -2,7 +2,8 @@
 # consumer project in SOURCE_DIR (cmake -P, see CMakeLists.txt):
 #   1. roam::roam alone, configured with CUDAToolkit and OpenCL made unfindable (a machine
 #      without GPU toolkits, whatever roam was built with): builds `consumer` and runs it on
-#      3 virtual nodes; roam::hetero must not be defined;
+#      3 virtual nodes; roam::hetero must not be defined; and `consumer_am`, linking only the
+#      active-message layer roam::am;
 #   2. COMPONENTS hetero: builds `consumer_hetero` and runs it on the host backend;
 #   3. COMPONENTS hetero_mobile: builds `consumer_hetero_mobile` and runs it on 2 virtual nodes;
 #   4. an unknown component: configuring fails, and the message names the component;
@@ -59,6 +60,9 @@ endfunction()
 # 1. roam::roam on a machine without GPU toolkits.
 configure(core ok "" ${no_gpu_toolkits})
 build_and_run(core consumer "consumer sum 6 on 3 nodes" --roam-nodes 3 --roam-transport inproc)
+# 1b. One layer alone: roam::am (the layers below it, none above).
+build_and_run(core consumer_am "consumer_am sum of squares 14 on 3 nodes" --roam-nodes 3
+  --roam-transport inproc)
 
 # 2. The hetero component.
 configure(hetero ok "hetero")

@@ -1,5 +1,5 @@
+#include <roam/base/error.hpp>
 #include <roam/core/config.hpp>
-#include <roam/core/error.hpp>
 
 #include <gtest/gtest.h>
 

@@ -93,7 +93,7 @@ TEST(Serialization, TruncatedAndCorruptInputThrows) {
   {
     message_reader r(m->payload(), m->header.payload_size - 1);
     std::string out;
-    EXPECT_THROW(roam::detail::read_value(r, out), roam::detail::deserialization_error);
+    EXPECT_THROW(roam::detail::read_value(r, out), roam::deserialization_error);
   }
   // Corrupt size tag: far larger than the payload.
   {
@@ -101,14 +101,14 @@ TEST(Serialization, TruncatedAndCorruptInputThrows) {
     std::memcpy(m->payload(), &huge, sizeof huge);
     message_reader r(m->payload(), m->header.payload_size);
     std::string out;
-    EXPECT_THROW(roam::detail::read_value(r, out), roam::detail::deserialization_error);
+    EXPECT_THROW(roam::detail::read_value(r, out), roam::deserialization_error);
   }
   // Leftover bytes are an error too.
   {
     message_reader r(m->payload(), m->header.payload_size);
     int first = 0;
     roam::detail::read_value(r, first);
-    EXPECT_THROW(r.expect_end(), roam::detail::deserialization_error);
+    EXPECT_THROW(r.expect_end(), roam::deserialization_error);
   }
 }
 
@@ -145,5 +145,5 @@ TEST(Serialization, BufferOffsetsAreCheckedAndDataIsAligned) {
   bw.finish();
   message_reader r(bad->payload(), bad->header.payload_size);
   roam::buffer<double> out;
-  EXPECT_THROW(roam::detail::read_value(r, out), roam::detail::deserialization_error);
+  EXPECT_THROW(roam::detail::read_value(r, out), roam::deserialization_error);
 }

@@ -6,7 +6,7 @@
 //   save/load). The archive writes straight into the message block, with no stream.
 // - Raw pointers are rejected at compile time: their values mean nothing on another node.
 // - Reading checks every size against the bytes that remain and throws
-//   detail::deserialization_error on truncated or malformed input.
+//   roam::deserialization_error on truncated or malformed input.
 #pragma once
 
 #include <roam/core/detail/node_api.hpp>

@@ -1,8 +1,11 @@
 // roam — runtime configuration from command-line flags and environment variables.
 #pragma once
 
+#include <roam/base/settings.hpp>
+
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace roam {
@@ -17,9 +20,11 @@ enum class transport_kind {
   mpi,        ///< one node per MPI rank
 };
 
-/// Every setting of the runtime. Defaults are chosen for the machine the job runs on.
-/// Flags (`--roam-threads 4` or `--roam-threads=4`) override environment variables
-/// (`ROAM_THREADS=4`), which override the defaults below.
+/// The settings of a job: the node runtime's own (the fields below) and those of every other
+/// linked layer (`of<T>()`). Defaults are chosen for the machine the job runs on. Flags
+/// (`--roam-threads 4` or `--roam-threads=4`) override environment variables
+/// (`ROAM_THREADS=4`), which override the defaults. A plain value: copying copies every layer's
+/// settings; not synchronized (set it up before roam::run, which copies it).
 struct config {
   transport_kind transport = transport_kind::automatic;
   /// Virtual nodes of the inproc transport (ignored under mpi, where nodes = ranks).
@@ -55,25 +60,26 @@ struct config {
   /// How often a parked thread polls the network when it has communication duty, in
   /// microseconds (ten times less often while another thread of the node spins and polls).
   std::uint32_t poll_us = 100;
-  /// Load balancing (docs/guide/load-balancing.md): none, work_stealing, diffusion,
-  /// master_worker, greedy_refine, or the name of a policy registered by the application.
-  std::string lb = "work_stealing";
-  /// How often an idle node's policy balances, in microseconds (greedy_refine: the period
-  /// of its rounds).
-  std::uint32_t lb_period_us = 2000;
-  /// A node whose load is below this asks for work (diffusion, master_worker); a donor
-  /// keeps at least this much.
-  double lb_threshold = 1.0;
-  /// Neighbourhood size of diffusion.
-  std::uint32_t lb_neighbors = 2;
-  /// A fraction. greedy_refine: the makespan above the lower bound it leaves alone, and the
-  /// least gain worth moving for; diffusion and master_worker: the relative load difference
-  /// with the partner worth a request.
-  double lb_tolerance = 0.05;
-  /// The master node of master_worker.
-  std::uint32_t lb_master = 0;
   /// Print the settings table and return without running the application.
   bool help = false;
+  /// The settings of the layers above the node runtime (load balancing, the heterogeneous
+  /// framework, ...), one struct per layer; see of<T>().
+  layer_settings layers;
+
+  /// The settings of the layer whose settings struct is `T` (`roam::lb::policy_settings`,
+  /// ...), with their defaults until changed.
+  template <class T>
+  T& of() {
+    return layers.get<T>();
+  }
+  template <class T>
+  const T& of() const {
+    return layers.get<T>();
+  }
+  /// Sets any layer's setting by its flag name, as `--roam-<flag> <value>` would:
+  /// `cfg.set("lb", "diffusion")`. Throws roam::config_error for an unknown flag or an invalid
+  /// value.
+  void set(std::string_view flag, std::string_view value);
 
   /// Parses roam flags out of argv (removing them, so the application sees only its own
   /// arguments) on top of the environment. Throws roam::config_error naming the flag or
@@ -81,8 +87,10 @@ struct config {
   static config from_args(int& argc, char** argv);
   /// Environment variables only.
   static config from_environment();
-  /// The table printed by --roam-help.
+  /// The table printed by --roam-help: the settings of every linked layer.
   static std::string help_text();
+  /// The node runtime's settings in the registry (see roam/base/settings.hpp).
+  static const detail::settings_group& registration();
 
   /// Payload bytes of one MPI frame (mpi transport): the larger of inline_bytes and the
   /// largest bundle (aggregate_bytes x aggregate_growth), the latter counted up to 64 KiB.

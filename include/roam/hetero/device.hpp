@@ -14,6 +14,8 @@
 // different queues are unordered unless one names the other's event in its `after` list.
 // Lifetime: a device outlives every buffer, event and operation it hands out; events may be
 // kept after their device is gone only to read `ready()`.
+#include <roam/base/error.hpp>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -38,18 +40,6 @@ enum class device_type : std::uint8_t { cpu, gpu, accelerator, any };
 
 [[nodiscard]] const char* to_string(backend b) noexcept;
 [[nodiscard]] const char* to_string(device_type t) noexcept;
-
-/// Thrown by device operations: a backend call failed, or a request cannot be met.
-class device_error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-/// Thrown when a device has no room for an allocation (its memory or its configured limit).
-class out_of_device_memory : public device_error {
- public:
-  using device_error::device_error;
-};
 
 /// What a device is. `memory_bytes` is the memory the runtime may use on it: the device's own
 /// size, or the configured limit when one is set and smaller.

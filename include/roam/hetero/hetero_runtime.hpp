@@ -4,16 +4,10 @@
 // pools, and the scheduler. Create one before any hetero_object or hetero_task; it is usable
 // on its own, without roam::run.
 //
-// Configuration (options, or the environment through from_environment()):
-//   ROAM_HETERO_BACKENDS      host,opencl,cuda   which backends to use (default: all built)
-//   ROAM_HETERO_MEMORY_LIMIT  bytes              cap on the memory used per device (default: none)
-//   ROAM_HETERO_HOST_THREADS  n                  host backend threads (default: hardware threads)
-//   ROAM_HETERO_HOST_MEMORY   shared|separate    host backend computes on host memory (default)
-//                                                or copies like a discrete device
-//   ROAM_HETERO_QUEUES        n                  compute queues per device (default 2)
-//   ROAM_HETERO_DISPATCH      callers|engine     who runs the engine's work: the threads that
-//                                                submit and complete (default), or only the
-//                                                engine thread
+// Configuration: hetero_options, or the settings registered in the settings registry
+// (`--roam-help` lists them): ROAM_HETERO_BACKENDS, ROAM_HETERO_MEMORY_LIMIT,
+// ROAM_HETERO_HOST_THREADS, ROAM_HETERO_HOST_MEMORY, ROAM_HETERO_QUEUES and
+// ROAM_HETERO_DISPATCH, or the flags --roam-hetero-* given to roam::run.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -21,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "roam/base/settings.hpp"
 #include "roam/hetero/device.hpp"
 #include "roam/hetero/scheduler.hpp"
 
@@ -44,8 +39,12 @@ struct hetero_options {
   bool dispatch_on_callers = true;
   std::shared_ptr<hetero_scheduler> scheduler;  ///< null: transfer_aware_scheduler
 
-  /// Defaults overridden by the ROAM_HETERO_* variables above; malformed values throw.
+  /// Inside roam::run, the options its settings give (flags --roam-hetero-*, else the
+  /// environment); elsewhere the defaults overridden by the ROAM_HETERO_* variables. Malformed
+  /// values throw roam::device_error with code errc::config.
   [[nodiscard]] static hetero_options from_environment();
+  /// The framework's settings in the registry (roam/base/settings.hpp).
+  static const detail::settings_group& registration();
 };
 
 /// Counters since the runtime started (for tests, tuning and the benchmarks).

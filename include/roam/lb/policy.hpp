@@ -32,6 +32,7 @@
 #pragma once
 
 #include <roam/am/send.hpp>
+#include <roam/lb/policy_settings.hpp>
 #include <roam/mobile/lifecycle.hpp>
 
 #include <functional>
@@ -132,7 +133,7 @@ struct statistics {
 statistics local_statistics();
 /// Turns distributed balancing (balance()) on or off on the calling node; on by default.
 void enable_dist_balancing(bool on);
-/// The settings the job runs with (the lb_* fields parameterize the built-in policies).
+/// The settings the job runs with (policy_settings parameterizes the built-in policies).
 const config& settings();
 
 namespace internal {

@@ -25,7 +25,7 @@
 //   application thread), else it throws roam::usage_error.
 #pragma once
 
-#include <roam/core/error.hpp>
+#include <roam/base/error.hpp>
 #include <roam/transport/message.hpp>
 
 #include <atomic>

@@ -2,11 +2,11 @@
 #pragma once
 
 #include <roam/am/serialization.hpp>
+#include <roam/base/error.hpp>
 #include <roam/core/detail/function_symbol.hpp>
 #include <roam/core/detail/function_table.hpp>
 #include <roam/core/detail/handler_registry.hpp>
 #include <roam/core/detail/node_api.hpp>
-#include <roam/core/error.hpp>
 
 #include <cstdint>
 #include <string>

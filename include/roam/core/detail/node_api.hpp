@@ -1,8 +1,9 @@
 // roam — what the layers above the node runtime may use of it. Not for applications.
 #pragma once
 
+#include <roam/base/detail/fatal.hpp>
+#include <roam/base/error.hpp>
 #include <roam/core/config.hpp>
-#include <roam/core/error.hpp>
 #include <roam/transport/message.hpp>
 #include <roam/transport/node_id.hpp>
 
@@ -42,10 +43,6 @@ unsigned workers_of(const node_runtime& n) noexcept;
 std::string type_name_of(const std::type_info& type);
 /// A mangled C++ symbol demangled; any other name as it is.
 std::string demangled(const char* symbol);
-
-/// Stops the whole job: prints "roam: fatal error on node N: <what>" on stderr and makes
-/// every process exit with a non-zero status. Never returns.
-[[noreturn]] void fatal(const std::string& what) noexcept;
 
 /// Fills in source, checks dest and sends (locally or through the transport; headers are
 /// sealed only where they leave the process).
@@ -120,12 +117,6 @@ std::thread start_service_thread(node_runtime& n, const char* role, std::functio
 
 /// Fault injection for tests: ships raw bytes as if they were a message to `dest`.
 void send_raw_for_testing(node_id dest, std::vector<std::byte> bytes);
-
-/// Thrown by deserialization when a payload is truncated or malformed.
-class deserialization_error : public error {
- public:
-  using error::error;
-};
 
 /// A note of what the calling fiber works on, opaque to the core (the mobile-object layer
 /// notes the object message whose handler runs, to catch a handler waiting for its own

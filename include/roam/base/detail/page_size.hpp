@@ -1,6 +1,6 @@
 #pragma once
-// The system's page size, asked once. Header only and private, like thread_name.hpp, so the
-// standalone heterogeneous library uses it without linking roam.
+// The system's page size, asked once (base layer: the transport, the core and the
+// heterogeneous framework share it).
 #include <unistd.h>
 
 #include <cstddef>

@@ -6,8 +6,8 @@
 //
 // Why our own: both sides must stay allocation-free in steady state without a lock per block.
 // Each thread keeps a small cache; beyond two batches it hands one batch to a shared list
-// (one lock per batch), and an empty cache takes a batch from there ("magazines"). Header
-// only and private, so the standalone heterogeneous library uses it without linking roam.
+// (one lock per batch), and an empty cache takes a batch from there ("magazines"). In the
+// base layer so that both the transport and the heterogeneous framework use it.
 //
 // Under AddressSanitizer cached blocks are poisoned, so a use after free is still reported.
 #include <cstddef>

@@ -1,8 +1,7 @@
 #pragma once
 // Names the runtime's threads, so that `top -H`, gdb and perf tell workers, the
 // communication thread, service threads and the heterogeneous framework's threads apart
-// from the application's. Header only and private, like thread_block_pool.hpp, so the
-// standalone heterogeneous library uses it without linking roam.
+// from the application's. In the base layer: every layer that starts threads uses it.
 #include <pthread.h>
 
 #include <algorithm>

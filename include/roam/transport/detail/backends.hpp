@@ -1,9 +1,10 @@
-// Factories of the two transport backends (internal).
+// roam — the two transport backends, for the node runtime that picks one. Not for
+// applications.
 #pragma once
 
-#include <roam/core/config.hpp>
 #include <roam/transport/transport.hpp>
 
+#include <cstdint>
 #include <memory>
 
 namespace roam::detail {
@@ -11,8 +12,18 @@ namespace roam::detail {
 /// `nodes` virtual nodes in this process; send() delivers on the calling thread.
 std::unique_ptr<transport> make_inproc_transport(node_id nodes, delivery_function deliver);
 
+/// What the MPI backend needs of the job's settings.
+struct mpi_transport_options {
+  /// A payload up to this size travels in one MPI message with its header (the frame size);
+  /// larger ones follow their header in a second message. Ranks must agree on it.
+  std::uint32_t frame_payload_bytes = 512;
+  /// Threads that send start their MPI sends themselves (no dedicated communication thread).
+  bool direct_sends = true;
+};
+
 /// One node per MPI rank of MPI_COMM_WORLD (initializing MPI if needed).
-std::unique_ptr<transport> make_mpi_transport(const config& cfg, delivery_function deliver);
+std::unique_ptr<transport> make_mpi_transport(const mpi_transport_options& options,
+                                              delivery_function deliver);
 
 /// True when this process was started by an MPI launcher with more than one process.
 bool launched_with_several_mpi_processes() noexcept;
@@ -20,8 +31,5 @@ bool launched_with_several_mpi_processes() noexcept;
 /// Reassembles a message from wire bytes (header + payload), checking that the sizes
 /// agree; fatal (naming the cause) when they do not.
 message_ptr message_from_wire(const std::byte* data, std::size_t size, node_id claimed_source);
-
-/// Called by fatal() before the process exits, to take the other processes down too.
-void set_job_abort_hook(void (*hook)()) noexcept;
 
 }  // namespace roam::detail

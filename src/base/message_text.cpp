@@ -1,0 +1,53 @@
+#include <roam/base/detail/message_text.hpp>
+#include <roam/base/error.hpp>
+
+namespace roam {
+namespace detail {
+
+std::string error_text(std::string_view message) {
+  if (message.rfind("roam:", 0) == 0) return std::string(message);
+  std::string text = "roam: ";
+  text += message;
+  return text;
+}
+
+std::string fatal_text(long node, std::string_view message) {
+  std::string text = "roam: fatal error";
+  if (node >= 0) text += " on node " + std::to_string(node);
+  text += ": ";
+  // A roam::error's text embedded whole keeps its meaning without a second prefix.
+  if (message.rfind("roam: ", 0) == 0) message.remove_prefix(6);
+  text += message;
+  return text;
+}
+
+}  // namespace detail
+
+const char* to_string(errc code) noexcept {
+  switch (code) {
+    case errc::config:
+      return "config";
+    case errc::usage:
+      return "usage";
+    case errc::broken_promise:
+      return "broken_promise";
+    case errc::object:
+      return "object";
+    case errc::remote:
+      return "remote";
+    case errc::malformed_message:
+      return "malformed_message";
+    case errc::device:
+      return "device";
+    case errc::out_of_device_memory:
+      return "out_of_device_memory";
+  }
+  return "unknown";
+}
+
+error::error(errc code, std::string_view message)
+    : std::runtime_error(detail::error_text(message)),
+      code_(code),
+      message_(message.rfind("roam: ", 0) == 0 ? message.substr(6) : message) {}
+
+}  // namespace roam
