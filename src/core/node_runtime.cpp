@@ -105,19 +105,52 @@ handler_entry stop_handler{"roam.core.stop",
 // ---- node_runtime ----------------------------------------------------------------------
 
 namespace {
-std::array<node_extension, extension_slots>& extension_factories() noexcept {
-  static std::array<node_extension, extension_slots> factories{};
-  return factories;
+
+constexpr std::size_t most_extensions = 16;
+
+struct extension_registry {
+  std::array<node_extension, most_extensions> entries{};
+  std::size_t count = 0;
+  /// Keys by increasing order: the order of creation and start.
+  std::array<extension_key, most_extensions> by_order{};
+};
+
+extension_registry& extensions_registered() noexcept {
+  static extension_registry registry;
+  return registry;
 }
+
 }  // namespace
+
+extension_key register_node_extension(const node_extension& e) noexcept {
+  extension_registry& r = extensions_registered();
+  if (r.count == most_extensions)
+    fatal(std::string("too many node extensions: cannot register '") + (e.name ? e.name : "?") +
+          "'");
+  const auto key = static_cast<extension_key>(r.count++);
+  r.entries[key] = e;
+  std::size_t at = key;  // insertion into by_order, stable for equal orders
+  while (at > 0 && r.entries[r.by_order[at - 1]].order > e.order) {
+    r.by_order[at] = r.by_order[at - 1];
+    --at;
+  }
+  r.by_order[at] = key;
+  return key;
+}
+
+void* extension_state(node_runtime& n, extension_key key) noexcept { return n.extensions[key]; }
 
 node_runtime::node_runtime(process_runtime& process, node_id id, scheduler::options opt,
                            std::function<bool()> progress)
     : process_(process), id_(id), scheduler_(*this, opt, std::move(progress)) {
   (void)registered;
+  const extension_registry& r = extensions_registered();
+  extensions.assign(r.count, nullptr);
   try {
-    for (unsigned slot = 0; slot < extension_slots; ++slot)
-      if (auto make = extension_factories()[slot].make) extensions[slot] = make(*this);
+    for (std::size_t i = 0; i < r.count; ++i) {
+      const extension_key key = r.by_order[i];
+      if (auto make = r.entries[key].make) extensions[key] = make(*this);
+    }
   } catch (...) {
     destroy_extensions();  // the destructor does not run for a constructor that throws
     throw;
@@ -126,11 +159,14 @@ node_runtime::node_runtime(process_runtime& process, node_id id, scheduler::opti
 
 void node_runtime::destroy_extensions() noexcept {
   // Upper layers first (their states may hold messages and objects), in reverse order.
-  for (unsigned slot = extension_slots; slot-- > 0;)
-    if (extensions[slot]) {
-      extension_factories()[slot].destroy(extensions[slot]);
-      extensions[slot] = nullptr;
+  const extension_registry& r = extensions_registered();
+  for (std::size_t i = extensions.size(); i-- > 0;) {
+    const extension_key key = r.by_order[i];
+    if (extensions[key]) {
+      r.entries[key].destroy(extensions[key]);
+      extensions[key] = nullptr;
     }
+  }
 }
 
 node_runtime::~node_runtime() {
@@ -139,15 +175,19 @@ node_runtime::~node_runtime() {
 }
 
 void node_runtime::start_extensions() {
-  for (unsigned slot = 0; slot < extension_slots; ++slot)
-    if (auto start = extension_factories()[slot].start; start && extensions[slot])
-      start(extensions[slot]);
+  const extension_registry& r = extensions_registered();
+  for (std::size_t i = 0; i < extensions.size(); ++i) {
+    const extension_key key = r.by_order[i];
+    if (auto start = r.entries[key].start; start && extensions[key]) start(extensions[key]);
+  }
 }
 
 void node_runtime::stop_extensions() noexcept {
-  for (unsigned slot = extension_slots; slot-- > 0;)
-    if (auto stop = extension_factories()[slot].stop; stop && extensions[slot])
-      stop(extensions[slot]);
+  const extension_registry& r = extensions_registered();
+  for (std::size_t i = extensions.size(); i-- > 0;) {
+    const extension_key key = r.by_order[i];
+    if (auto stop = r.entries[key].stop; stop && extensions[key]) stop(extensions[key]);
+  }
 }
 
 std::thread start_service_thread(node_runtime& n, const char* role, std::function<void()> body) {
@@ -157,15 +197,6 @@ std::thread start_service_thread(node_runtime& n, const char* role, std::functio
     body();
     bind_thread_to_node(nullptr);
   });
-}
-
-bool register_node_extension(node_extension_slot slot, node_extension e) noexcept {
-  extension_factories()[slot] = e;
-  return true;
-}
-
-void* extension_state(node_runtime& n, node_extension_slot slot) noexcept {
-  return n.extensions[slot];
 }
 
 void note_deferred(node_runtime& n) noexcept { n.sent.fetch_add(1); }

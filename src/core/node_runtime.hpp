@@ -69,7 +69,7 @@ class node_runtime {
   ordered_streams streams;  ///< ordered bundles that arrived here, per sender thread
 
   /// States of the registered node extensions (see register_node_extension).
-  std::array<void*, extension_slots> extensions{};
+  std::vector<void*> extensions;
 
   // Shutdown protocol (node 0 counts finished nodes, every node waits for `stop`).
   std::atomic<std::uint32_t> finished_nodes{0};

@@ -186,16 +186,14 @@ struct node_balancer {
   std::atomic<std::uint64_t> objects_moved{0};
 };
 
-const bool extension_registered = detail::register_node_extension(
-    detail::extension_load_balancer,
-    {[](detail::node_runtime& n) -> void* { return new node_balancer(n); },
+const detail::extension_key balancer_extension = detail::register_node_extension(
+    {"load balancing", 60, [](detail::node_runtime& n) -> void* { return new node_balancer(n); },
      [](void* state) noexcept { delete static_cast<node_balancer*>(state); },
      [](void* state) { static_cast<node_balancer*>(state)->start(); },
      [](void* state) noexcept { static_cast<node_balancer*>(state)->stop(); }});
 
 node_balancer& balancer_of(detail::node_runtime& n) {
-  (void)extension_registered;
-  return *static_cast<node_balancer*>(detail::extension_state(n, detail::extension_load_balancer));
+  return *static_cast<node_balancer*>(detail::extension_state(n, balancer_extension));
 }
 
 node_balancer& balancer_of_caller(const char* caller) {
@@ -205,7 +203,8 @@ node_balancer& balancer_of_caller(const char* caller) {
 }  // namespace
 
 namespace internal {
-bool link_load_balancer() noexcept { return extension_registered; }
+// Referencing this function links this file, and with it the registration above.
+bool link_load_balancer() noexcept { return true; }
 
 overhead_scope::overhead_scope(detail::node_runtime& n) noexcept
     : node_(tl_accounting ? nullptr : &n), start_ns_(node_ ? thread_cpu_ns() : 0) {

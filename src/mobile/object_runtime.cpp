@@ -27,9 +27,9 @@ namespace roam::detail {
 
 namespace {
 
-const bool extension_registered = register_node_extension(
-    extension_mobile, {[](node_runtime&) -> void* { return new directory(); },
-                       [](void* state) noexcept { delete static_cast<directory*>(state); }});
+const extension_key directory_extension = register_node_extension(
+    {"mobile objects", 50, [](node_runtime&) -> void* { return new directory(); },
+     [](void* state) noexcept { delete static_cast<directory*>(state); }});
 
 bool can_grant(const object_state& s, std::uint8_t mode) noexcept {
   if (mode == static_cast<std::uint8_t>(access::exclusive))
@@ -65,8 +65,7 @@ void send_location_update(node_runtime& n, node_id to, const object_id& id, rout
 }  // namespace
 
 directory& directory_of(node_runtime& n) noexcept {
-  (void)extension_registered;
-  return *static_cast<directory*>(extension_state(n, extension_mobile));
+  return *static_cast<directory*>(extension_state(n, directory_extension));
 }
 
 object_message_header read_object_header(const message& m) {

@@ -86,11 +86,16 @@ void wake_a_worker(node_runtime& n) noexcept;
 /// A message as a work item that runs its handler (node execution) when taken.
 work_item* as_work_item(message_ptr m) noexcept;
 
-/// Per-node state of a layer above the core (the mobile-object directory, ...). A layer
-/// registers its factory during static initialization; every node creates the state when
-/// it is constructed and destroys it after its workers have stopped. Layers a program does
-/// not use are not linked, so they cost nothing.
+/// Per-node state of a layer above the core (the mobile-object directory, the load
+/// balancer). A layer registers its factory during static initialization; every node creates
+/// the states when it is constructed, by increasing `order`, and destroys them after its
+/// workers have stopped, in the reverse order. Layers a program does not use are not linked,
+/// so they cost nothing; the core names none of them.
 struct node_extension {
+  const char* name = nullptr;  ///< for messages ("mobile objects")
+  /// Creation order: a layer's extension comes after those of the layers below it (the
+  /// mobile layer's 50, the load balancer's 60).
+  int order = 0;
   void* (*make)(node_runtime& n) = nullptr;
   void (*destroy)(void* state) noexcept = nullptr;
   /// Optional: called once the process's nodes run (workers started), and at the start of
@@ -99,15 +104,13 @@ struct node_extension {
   void (*start)(void* state) = nullptr;
   void (*stop)(void* state) noexcept = nullptr;
 };
-enum node_extension_slot : unsigned {
-  extension_mobile = 0,
-  extension_load_balancer = 1,
-  extension_slots = 4
-};
-/// Registers the factory of `slot`; returns true (for `static const bool`).
-bool register_node_extension(node_extension_slot slot, node_extension e) noexcept;
-/// The state of `slot` on `n`, or nullptr if no layer registered it.
-void* extension_state(node_runtime& n, node_extension_slot slot) noexcept;
+/// Names a registered extension.
+using extension_key = unsigned;
+/// Registers an extension (during static initialization, before roam::run); returns its key.
+/// More than 16 extensions is a fatal error (a bug in roam).
+extension_key register_node_extension(const node_extension& e) noexcept;
+/// The state of the extension `key` on `n`.
+void* extension_state(node_runtime& n, extension_key key) noexcept;
 
 /// Starts a thread bound to `n` that runs `body`: it may send messages and wait for
 /// futures (a wait blocks it; it never runs the node's work). A node extension's helper
