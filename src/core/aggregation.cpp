@@ -221,11 +221,11 @@ void append_record(node_id dest, lane_order order, std::uint32_t handler, std::u
                    const void* record, std::size_t size, bool length_prefixed) {
   node_runtime& n = sending_node("roam::channel");
   if (dest >= n.size())
-    throw usage_error("roam: a channel message for node " + std::to_string(dest) +
-                      " but the job has " + std::to_string(n.size()) + " nodes");
+    throw usage_error("a channel message for node " + std::to_string(dest) + " but the job has " +
+                      std::to_string(n.size()) + " nodes");
   const std::size_t need = size + (length_prefixed ? sizeof(std::uint32_t) : 0);
   if (need > std::numeric_limits<std::uint32_t>::max() - sizeof(group_header))
-    throw usage_error("roam: a channel message of " + std::to_string(size) +
+    throw usage_error("a channel message of " + std::to_string(size) +
                       " bytes exceeds the 4 GiB limit of a record");
   thread_lanes* s = current_node() == &n ? lanes_of_this_thread(n) : nullptr;
   if (!s) {

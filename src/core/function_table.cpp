@@ -57,7 +57,7 @@ std::uint64_t encode_function(const void* fn) {
       if (addr >= b && addr < e) return (std::uint64_t{i} << offset_bits) | (addr - mods[i].base);
   char buf[32];
   std::snprintf(buf, sizeof buf, "%p", fn);
-  throw usage_error(std::string("roam: function at ") + buf +
+  throw usage_error(std::string("function at ") + buf +
                     " is not in any module loaded at start-up and cannot be used as a handler");
 }
 

@@ -64,7 +64,7 @@ std::string handler_registry::fingerprint() {
 
 std::uint32_t id_of(const handler_entry& e) {
   if (e.id == ~0u)
-    throw usage_error("roam: handler '" + std::string(e.name) +
+    throw usage_error("handler '" + std::string(e.name) +
                       "' used outside roam::run (the handler table is sealed at start-up)");
   return e.id;
 }

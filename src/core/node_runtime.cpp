@@ -337,7 +337,7 @@ namespace roam::detail {
 
 node_runtime& require_node(const char* caller) {
   if (!tl_node)
-    throw usage_error(std::string("roam: ") + caller +
+    throw usage_error(std::string() + caller +
                       " called outside roam::run or from a thread that belongs to no node");
   return *tl_node;
 }
@@ -467,7 +467,7 @@ bool wait_until(waitable& w, std::chrono::steady_clock::time_point deadline) {
     if (timed) {
       w.waiters_.fetch_sub(1);
       throw usage_error(
-          "roam: a timed wait inside a handler (the runtime's own protocols wait "
+          "a timed wait inside a handler (the runtime's own protocols wait "
           "with a deadline only on application threads)");
     }
     if (!w.ready()) suspend(park_on, &w);
@@ -568,7 +568,7 @@ bool wait_until(waitable& w, std::chrono::steady_clock::time_point deadline) {
 void detect_quiescence(node_runtime& n) {
   if (on_fiber())
     throw usage_error(
-        "roam: wait_quiescence called from inside a handler: the calling handler is itself "
+        "wait_quiescence called from inside a handler: the calling handler is itself "
         "unfinished work, so quiescence can never be observed; call it from the application "
         "thread");
   flush_thread_lanes();

@@ -51,7 +51,7 @@ process_runtime* active_process() noexcept { return active.load(); }
 
 void send_raw_for_testing(node_id dest, std::vector<std::byte> bytes) {
   process_runtime* p = active_process();
-  if (!p) throw usage_error("roam: send_raw_for_testing called outside roam::run");
+  if (!p) throw usage_error("send_raw_for_testing called outside roam::run");
   p->net().send_raw_for_testing(dest, std::move(bytes));
 }
 
@@ -59,7 +59,7 @@ node_runtime& sending_node(const char* caller) {
   if (node_runtime* n = current_node()) return *n;
   if (process_runtime* p = active_process(); p && p->nodes().size() == 1)
     return *p->nodes().front();
-  throw usage_error(std::string("roam: ") + caller +
+  throw usage_error(std::string() + caller +
                     " called outside roam::run, or from a thread of the application while this "
                     "process hosts several virtual nodes (call it from a node's thread instead)");
 }

@@ -19,7 +19,7 @@ namespace {
 
 void check(cudaError_t status, const char* what) {
   if (status == cudaSuccess) return;
-  std::string message = std::string("roam: CUDA ") + what + " failed: " + cudaGetErrorName(status) +
+  std::string message = std::string("CUDA ") + what + " failed: " + cudaGetErrorName(status) +
                         " (" + cudaGetErrorString(status) + ")";
   if (status == cudaErrorMemoryAllocation) {
     cudaGetLastError();  // clear the sticky-free allocation error
@@ -61,7 +61,7 @@ class cuda_device final : public device {
   }
 
   device_buffer allocate(std::size_t bytes) override {
-    if (bytes == 0) throw device_error("roam: a device allocation of 0 bytes");
+    if (bytes == 0) throw device_error("a device allocation of 0 bytes");
     select();
     void* memory = nullptr;
     check(cudaMalloc(&memory, bytes), "cudaMalloc");
@@ -119,7 +119,7 @@ class cuda_device final : public device {
     check_launch(k, dims, arguments);
     check_device_limits(info(), k, dims, local_bytes);
     if (k.cuda_function == nullptr) {
-      throw device_error(std::string("roam: kernel '") + (k.name ? k.name : "?") +
+      throw device_error(std::string("kernel '") + (k.name ? k.name : "?") +
                          "' has no CUDA form (compile the file that defines it with nvcc)");
     }
     const auto stream = prepare(queue, after);

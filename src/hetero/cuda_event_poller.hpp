@@ -103,8 +103,8 @@ class cuda_event_poller {
             state->complete();
           } else {
             state->complete(std::make_exception_ptr(
-                device_error(std::string("roam: a CUDA operation failed: ") +
-                             cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")")));
+                device_error(std::string("a CUDA operation failed: ") + cudaGetErrorName(status) +
+                             " (" + cudaGetErrorString(status) + ")")));
           }
         }
         reached.clear();  // drops the states (and their events) outside the lock

@@ -90,10 +90,10 @@ void device_event::on_complete(std::function<void()> callback) const {
 namespace {
 /// Groups of `local` items covering `items` (at least one group), or a clear error.
 std::uint32_t groups_covering(std::size_t items, std::uint32_t local) {
-  if (local == 0) throw device_error("roam: launch_dims with a work-group size of 0");
+  if (local == 0) throw device_error("launch_dims with a work-group size of 0");
   const std::size_t groups = std::max<std::size_t>((items + local - 1) / local, 1);
   if (groups > std::numeric_limits<std::uint32_t>::max()) {
-    throw device_error("roam: launch_dims over " + std::to_string(items) +
+    throw device_error("launch_dims over " + std::to_string(items) +
                        " items needs more work-groups than a dimension holds (2^32 - 1); use "
                        "larger groups or more dimensions");
   }
@@ -182,8 +182,8 @@ std::string beyond_device_limits(const device_info& device, const kernel& k,
 void check_device_limits(const device_info& device, const kernel& k, const launch_dims& dims,
                          std::size_t local_bytes) {
   if (auto beyond = beyond_device_limits(device, k, dims, local_bytes); !beyond.empty()) {
-    throw device_error("roam: kernel '" + std::string(k.name != nullptr ? k.name : "?") +
-                       "' asks for " + beyond);
+    throw device_error("kernel '" + std::string(k.name != nullptr ? k.name : "?") + "' asks for " +
+                       beyond);
   }
 }
 
@@ -192,16 +192,16 @@ void check_launch(const kernel& k, const launch_dims& dims,
   // (The name is made into a string only for an error: this runs on every launch.)
   auto name = [&] { return std::string(k.name != nullptr ? k.name : "?"); };
   if (dims.group_count() == 0 || dims.local_count() == 0) {
-    throw device_error("roam: kernel '" + name() + "' launched with a zero dimension");
+    throw device_error("kernel '" + name() + "' launched with a zero dimension");
   }
   if (k.parameters == nullptr) return;  // filled by hand without its parameters
   if (arguments.size() != k.parameter_count) {
-    throw device_error("roam: kernel '" + name() + "' takes " + std::to_string(k.parameter_count) +
+    throw device_error("kernel '" + name() + "' takes " + std::to_string(k.parameter_count) +
                        " arguments; it was given " + std::to_string(arguments.size()));
   }
   for (std::size_t i = 0; i < arguments.size(); ++i) {
     if (!matches(k.parameters[i], arguments[i])) {
-      throw device_error("roam: kernel '" + name() + "', argument " + std::to_string(i + 1) +
+      throw device_error("kernel '" + name() + "', argument " + std::to_string(i + 1) +
                          ": the parameter is " + describe(k.parameters[i]) + "; it was given " +
                          describe(arguments[i]));
     }
@@ -285,7 +285,7 @@ std::array<bool, 3> backends_named(const std::string& list) {
       if (item == to_string(b)) named[static_cast<std::size_t>(b)] = known = true;
     }
     if (!known) {
-      throw device_error("roam: unknown backend '" + item +
+      throw device_error("unknown backend '" + item +
                          "' in the backend list (expected host, opencl or cuda)");
     }
   }

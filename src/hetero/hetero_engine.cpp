@@ -1,6 +1,7 @@
 // The heterogeneous framework's core runtime; see hetero_engine.hpp for its shape.
 #include "hetero_engine.hpp"
 
+#include <roam/base/detail/fatal.hpp>
 #include <roam/base/detail/thread_name.hpp>
 #include "backends.hpp"
 
@@ -41,17 +42,16 @@ std::vector<std::pair<hetero_object_state*, data_access>> unique_objects(
 }
 
 /// The engine's state cannot be trusted once its own work threw (an allocation, a plugged
-/// scheduler): end the process loudly, as an exception on the engine thread always did, rather
-/// than leave tasks that never finish and waits that never return.
+/// scheduler): end the job loudly, through the one fatal-error path, rather than leave tasks
+/// that never finish and waits that never return.
 [[noreturn]] void engine_failed(const std::exception_ptr& failure) {
   try {
     std::rethrow_exception(failure);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "roam: the heterogeneous engine failed: %s\n", e.what());
+    fatal(std::string("the heterogeneous engine failed: ") + e.what());
   } catch (...) {
-    std::fprintf(stderr, "roam: the heterogeneous engine failed (unknown exception)\n");
+    fatal("the heterogeneous engine failed (unknown exception)");
   }
-  std::terminate();
 }
 
 /// Forgets the finished reads of `copy` once their list has doubled (a list of events that
@@ -170,7 +170,7 @@ hetero_engine::hetero_engine(const hetero_options& options)
   discovery.compute_queues = options.compute_queues;
   devices_ = discover_devices(discovery);
   if (devices_.empty()) {
-    throw device_error("roam: no device found for the backends '" + options.backends + "'");
+    throw device_error("no device found for the backends '" + options.backends + "'");
   }
   device* pinned_allocator = nullptr;
   for (auto& d : devices_) {
@@ -184,7 +184,7 @@ hetero_engine::hetero_engine(const hetero_options& options)
       pinned_allocator = d.get();
   }
   if (space_count() > 64) {  // settle_failed_copies keeps one bit per space
-    throw device_error("roam: more than 63 devices with memory of their own (" +
+    throw device_error("more than 63 devices with memory of their own (" +
                        std::to_string(pools_.size()) + "); limit the backends in use");
   }
   host_pool_ = std::make_unique<host_memory_pool>(pinned_allocator);
@@ -383,11 +383,11 @@ void hetero_engine::submit(const std::shared_ptr<hetero_task_state>& task) {
   {
     std::lock_guard lock(mutex_);
     if (task->phase != task_phase::building) {
-      throw device_error("roam: a hetero_task was submitted twice");
+      throw device_error("a hetero_task was submitted twice");
     }
     if (ended_) {
       throw device_error(
-          "roam: the hetero_runtime has ended; no task, host request or range copy may start "
+          "the hetero_runtime has ended; no task, host request or range copy may start "
           "after it (objects outliving it may only be dropped)");
     }
     // From here on the task is being registered with its objects and dependencies: a failure
@@ -498,7 +498,7 @@ void hetero_engine::make_runnable(const std::shared_ptr<hetero_task_state>& task
   if (task->eligible.empty()) {
     fail(task,
          std::make_exception_ptr(device_error(
-             std::string("roam: no device can run kernel '") + task->function->name + "' (target " +
+             std::string("no device can run kernel '") + task->function->name + "' (target " +
              to_string(task->target) +
              (task->target_backend ? std::string(", backend ") + to_string(*task->target_backend)
                                    : std::string()) +
@@ -573,14 +573,14 @@ bool hetero_engine::dispatch_pass() {
     progressed = true;
     auto found = runnable_.find(placement->task);
     if (found == runnable_.end()) {
-      throw device_error("roam: the hetero scheduler popped a task it was not given");
+      throw device_error("the hetero scheduler popped a task it was not given");
     }
     auto task = found->second;
     runnable_.erase(found);
     if (std::find(task->eligible.begin(), task->eligible.end(), placement->device) ==
         task->eligible.end()) {
       fail(task, std::make_exception_ptr(device_error(
-                     "roam: the hetero scheduler placed a task on a device that cannot run it")));
+                     "the hetero scheduler placed a task on a device that cannot run it")));
       continue;
     }
     place(task, placement->device);
@@ -612,7 +612,7 @@ bool hetero_engine::reserve_copies(hetero_task_state& task, int space) {
     std::size_t together = 0;
     for (auto [object, access] : task.objects) {
       if (size_class(object->bytes) > pool.limit()) {
-        throw out_of_device_memory("roam: an object of " + std::to_string(object->bytes) +
+        throw out_of_device_memory("an object of " + std::to_string(object->bytes) +
                                    " bytes does not fit in device " +
                                    device_of_space(space)->info().name + " (" +
                                    std::to_string(pool.limit()) + " bytes usable)");
@@ -620,7 +620,7 @@ bool hetero_engine::reserve_copies(hetero_task_state& task, int space) {
       together += size_class(object->bytes);
     }
     if (together > pool.limit()) {
-      throw out_of_device_memory("roam: a task's " + std::to_string(task.objects.size()) +
+      throw out_of_device_memory("a task's " + std::to_string(task.objects.size()) +
                                  " objects need " + std::to_string(together) + " bytes of device " +
                                  device_of_space(space)->info().name + " at once (" +
                                  std::to_string(pool.limit()) + " bytes usable)");
@@ -639,7 +639,7 @@ bool hetero_engine::reserve_copies(hetero_task_state& task, int space) {
         // Nothing of the framework's is left to evict there and no running task will free
         // any: waiting would be forever.
         throw out_of_device_memory(
-            "roam: device " + device_of_space(space)->info().name + " refused " +
+            "device " + device_of_space(space)->info().name + " refused " +
             std::to_string(size_class(object->bytes)) + " bytes with " +
             std::to_string(pool.in_use()) + " bytes of " + std::to_string(pool.limit()) +
             " in use by the framework and nothing left to evict (another process or rank "
@@ -842,7 +842,7 @@ int hetero_engine::valid_device_space(const hetero_object_state& object) {
     if (object.copies[s].state == coherence::modified) source = static_cast<int>(s);
     if (source < 0 && object.copies[s].state == coherence::shared) source = static_cast<int>(s);
   }
-  if (source < 0) throw device_error("roam: a hetero object has no valid copy (internal error)");
+  if (source < 0) throw device_error("a hetero object has no valid copy (internal error)");
   return source;
 }
 
@@ -1245,9 +1245,9 @@ void hetero_engine::release_host(hetero_object_state& object) {
     if (found == object.host_requests.end()) {
       const bool requested = std::any_of(object.host_requests.begin(), object.host_requests.end(),
                                          [](const auto& t) { return !t->evict_when_granted; });
-      throw device_error(requested ? "roam: hetero_object::release() before its request was "
+      throw device_error(requested ? "hetero_object::release() before its request was "
                                      "granted (wait for the future)"
-                                   : "roam: hetero_object::release() without a request");
+                                   : "hetero_object::release() without a request");
     }
     auto task = *found;
     object.host_requests.erase(found);

@@ -23,8 +23,7 @@ std::shared_ptr<detail::hetero_engine> current_engine;
 std::shared_ptr<detail::hetero_engine> engine_or_throw() {
   std::lock_guard lock(current_mutex);
   if (!current_engine) {
-    throw device_error(
-        "roam: no hetero_runtime is alive; create one before hetero objects and tasks");
+    throw device_error("no hetero_runtime is alive; create one before hetero objects and tasks");
   }
   return current_engine;
 }
@@ -129,7 +128,7 @@ hetero_options hetero_options::from_environment() {
 hetero_runtime::hetero_runtime(const hetero_options& options) {
   hetero_runtime* expected = nullptr;
   if (!current_runtime.compare_exchange_strong(expected, this)) {
-    throw device_error("roam: a hetero_runtime is already alive in this process");
+    throw device_error("a hetero_runtime is already alive in this process");
   }
   try {
     engine_ = std::make_shared<detail::hetero_engine>(options);
@@ -156,7 +155,7 @@ hetero_runtime::~hetero_runtime() {
 hetero_runtime& hetero_runtime::current() {
   auto* runtime = current_runtime.load();
   if (runtime == nullptr) {
-    throw device_error("roam: no hetero_runtime is alive; create one first");
+    throw device_error("no hetero_runtime is alive; create one first");
   }
   return *runtime;
 }
@@ -170,7 +169,7 @@ hetero_statistics hetero_runtime::statistics() const { return engine_->statistic
 namespace detail {
 
 std::shared_ptr<hetero_object_state> make_hetero_object(std::size_t bytes) {
-  if (bytes == 0) throw device_error("roam: a hetero_object needs at least one element");
+  if (bytes == 0) throw device_error("a hetero_object needs at least one element");
   return std::make_shared<hetero_object_state>(engine_or_throw(), bytes);
 }
 
@@ -179,7 +178,7 @@ std::size_t object_bytes(const hetero_object_state& object) noexcept { return ob
 
 hetero_future<void*> request_host_access(const std::shared_ptr<hetero_object_state>& object,
                                          data_access access) {
-  if (!object) throw device_error("roam: request() on an empty hetero_object");
+  if (!object) throw device_error("request() on an empty hetero_object");
   return object->engine->request_host(object, access, false);
 }
 
@@ -198,7 +197,7 @@ device_event copy_range(const std::shared_ptr<hetero_object_state>& object,
                         std::size_t element_size, std::size_t size, bool write, std::size_t first,
                         std::size_t count, void* data, std::shared_ptr<void> owner) {
   const char* what = write ? "write_range" : "read_range";
-  if (!object) throw device_error(std::string("roam: ") + what + "() on an empty hetero_object");
+  if (!object) throw device_error(std::string() + what + "() on an empty hetero_object");
   check_range(size, first, count, write);
   if (count == 0) return device_event::completed();
   return object->engine->copy_range(object, write, first * element_size, count * element_size, data,
@@ -210,7 +209,7 @@ device_event tasks_done(const hetero_object_state& object) {
 }
 
 device_event evict_everywhere(const std::shared_ptr<hetero_object_state>& object) {
-  if (!object) throw device_error("roam: remove_from_devices() on an empty hetero_object");
+  if (!object) throw device_error("remove_from_devices() on an empty hetero_object");
   return object->engine->request_host(object, data_access::read_write, true).event();
 }
 
@@ -229,7 +228,7 @@ std::shared_ptr<hetero_task_state> make_hetero_task(const kernel& k, const launc
   task->function = &k;
   task->dims = dims;
   if (dims.group_count() == 0 || dims.local_count() == 0) {
-    throw device_error(std::string("roam: kernel '") + (k.name != nullptr ? k.name : "?") +
+    throw device_error(std::string("kernel '") + (k.name != nullptr ? k.name : "?") +
                        "' launched with a zero dimension");
   }
   return task;
@@ -240,7 +239,7 @@ namespace {
 // under the engine's lock.
 void check_building(const hetero_task_state& task, const char* what) {
   if (task.engine->submitted(task)) {
-    throw device_error(std::string("roam: hetero_task::") + what + " after submit()");
+    throw device_error(std::string("hetero_task::") + what + " after submit()");
   }
 }
 }  // namespace
@@ -248,7 +247,7 @@ void check_building(const hetero_task_state& task, const char* what) {
 void add_object_argument(hetero_task_state& task, object_argument argument) {
   check_building(task, "argument");
   if (argument.object->engine != task.engine) {
-    throw device_error("roam: a hetero_object of another hetero_runtime given to a task");
+    throw device_error("a hetero_object of another hetero_runtime given to a task");
   }
   task_argument a;
   a.object = std::move(argument.object);
@@ -290,7 +289,7 @@ void add_task_dependency(hetero_task_state& task, const std::shared_ptr<hetero_t
   // it submitted first rules both out.
   if (!on || !on->engine->submitted(*on)) {
     throw device_error(
-        "roam: hetero_task::add_dependency(other): submit `other` first (a task may only wait "
+        "hetero_task::add_dependency(other): submit `other` first (a task may only wait "
         "for one already submitted)");
   }
   task.dependencies.push_back(on);
@@ -308,7 +307,7 @@ void submit_task(const std::shared_ptr<hetero_task_state>& task) {
 }
 
 void wait_task(hetero_task_state& task) {
-  if (task.id == 0) throw device_error("roam: hetero_task::wait() on a task never submitted");
+  if (task.id == 0) throw device_error("hetero_task::wait() on a task never submitted");
   try {
     device_event(task.finished).wait();  // through the wait hook: a handler's fiber suspends
   } catch (...) {

@@ -25,7 +25,7 @@ void maybe_fail_copy() {
   unsigned left = copies_to_fail.load(std::memory_order_relaxed);
   while (left > 0 && !copies_to_fail.compare_exchange_weak(left, left - 1)) {
   }
-  if (left > 0) throw device_error("roam: a copy failed (injected by fail_next_host_copies)");
+  if (left > 0) throw device_error("a copy failed (injected by fail_next_host_copies)");
 }
 
 class host_device final : public device {
@@ -51,11 +51,11 @@ class host_device final : public device {
   }
 
   device_buffer allocate(std::size_t bytes) override {
-    if (bytes == 0) throw device_error("roam: a device allocation of 0 bytes");
+    if (bytes == 0) throw device_error("a device allocation of 0 bytes");
     const std::size_t cap = device_memory_cap.load();
     if (allocated_.fetch_add(bytes) + bytes > cap && cap != 0) {
       allocated_.fetch_sub(bytes);
-      throw out_of_device_memory("roam: the host device's memory is full (capped at " +
+      throw out_of_device_memory("the host device's memory is full (capped at " +
                                  std::to_string(cap) + " bytes by a test)");
     }
     return {device::allocate_host(bytes), bytes};
@@ -105,7 +105,7 @@ class host_device final : public device {
                       std::span<const device_event> after) override {
     check_launch(k, dims, arguments);
     if (k.host == nullptr) {
-      throw device_error(std::string("roam: kernel '") + (k.name ? k.name : "?") +
+      throw device_error(std::string("kernel '") + (k.name ? k.name : "?") +
                          "' has no host form; the host backend cannot run it");
     }
     auto run = std::make_shared<launch_run>(k.host, dims, arguments, local_bytes);
@@ -186,8 +186,8 @@ class host_device final : public device {
 
   static void check_range(device_buffer buffer, std::size_t offset, std::size_t bytes) {
     if (!buffer || offset > buffer.bytes || bytes > buffer.bytes - offset) {
-      throw device_error("roam: a copy outside its buffer (offset " + std::to_string(offset) +
-                         ", " + std::to_string(bytes) + " bytes, buffer of " +
+      throw device_error("a copy outside its buffer (offset " + std::to_string(offset) + ", " +
+                         std::to_string(bytes) + " bytes, buffer of " +
                          std::to_string(buffer.bytes) + ")");
     }
   }

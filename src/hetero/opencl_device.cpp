@@ -20,7 +20,7 @@ namespace {
 void check(cl_int status, const char* what) {
   if (status != CL_SUCCESS) {
     std::string message =
-        std::string("roam: OpenCL ") + what + " failed (error " + std::to_string(status) + ")";
+        std::string("OpenCL ") + what + " failed (error " + std::to_string(status) + ")";
     if (status == CL_MEM_OBJECT_ALLOCATION_FAILURE || status == CL_OUT_OF_RESOURCES)
       throw out_of_device_memory(message);
     throw device_error(message);
@@ -62,8 +62,7 @@ std::string expand_parallel_regions(std::string body) {
       if (body[close] == '(') ++depth;
       if (body[close] == ')' && --depth == 0) break;
     }
-    if (close >= body.size())
-      throw device_error("roam: unbalanced roam_parallel_region( in a kernel");
+    if (close >= body.size()) throw device_error("unbalanced roam_parallel_region( in a kernel");
     const std::string inner = body.substr(open + 1, close - open - 1);
     body.replace(at, close + 1 - at, inner + std::string(barrier));
     at += inner.size() + barrier.size();
@@ -80,7 +79,7 @@ std::string kernel_source(const kernel& k) {
   if (k.opencl_parameters == nullptr) return k.opencl_body;
   std::string parameters = k.opencl_parameters;
   const auto close = parameters.rfind(')');
-  if (close == std::string::npos) throw device_error("roam: malformed kernel parameter list");
+  if (close == std::string::npos) throw device_error("malformed kernel parameter list");
   parameters.erase(close);
   return std::string(dialect_prelude) + "__kernel void " + k.name + parameters +
          ", __local ulong4* roam_detail_local)\n" + expand_parallel_regions(k.opencl_body) + "\n";
@@ -107,7 +106,7 @@ void CL_CALLBACK on_event_complete(cl_event event, cl_int status, void* user) {
   (void)event;
   if (status < 0) {
     (*state)->complete(std::make_exception_ptr(
-        device_error("roam: an OpenCL operation failed (status " + std::to_string(status) + ")")));
+        device_error("an OpenCL operation failed (status " + std::to_string(status) + ")")));
   } else {
     (*state)->complete();
   }
@@ -139,7 +138,7 @@ class opencl_device final : public device {
   }
 
   device_buffer allocate(std::size_t bytes) override {
-    if (bytes == 0) throw device_error("roam: a device allocation of 0 bytes");
+    if (bytes == 0) throw device_error("a device allocation of 0 bytes");
     cl_int status = CL_SUCCESS;
     cl_mem memory = clCreateBuffer(context_, CL_MEM_READ_WRITE, bytes, nullptr, &status);
     check(status, "clCreateBuffer");
@@ -260,7 +259,7 @@ class opencl_device final : public device {
     auto found = kernels_.find(&k);
     if (found != kernels_.end() && found->second.built_from(k)) return found->second;
     if (k.opencl_body == nullptr) {
-      throw device_error(std::string("roam: kernel '") + (k.name ? k.name : "?") +
+      throw device_error(std::string("kernel '") + (k.name ? k.name : "?") +
                          "' has no OpenCL form");
     }
     const std::string source = kernel_source(k);
@@ -275,8 +274,8 @@ class opencl_device final : public device {
       std::string log(size, '\0');
       clGetProgramBuildInfo(program, id_, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr);
       clReleaseProgram(program);
-      throw device_error(std::string("roam: OpenCL could not compile kernel '") + k.name +
-                         "' (error " + std::to_string(built) + "):\n" + log);
+      throw device_error(std::string("OpenCL could not compile kernel '") + k.name + "' (error " +
+                         std::to_string(built) + "):\n" + log);
     }
     cl_kernel handle = clCreateKernel(program, k.name, &status);
     if (status != CL_SUCCESS) clReleaseProgram(program);

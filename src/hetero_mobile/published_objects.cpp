@@ -47,10 +47,10 @@ std::shared_ptr<void> find_published(std::uint64_t id, const std::type_info& ele
   std::lock_guard guard(table.lock);
   auto it = table.objects.find(id);
   if (it == table.objects.end())
-    throw usage_error("roam: no hetero object is published as " + std::to_string(id) + " on node " +
+    throw usage_error("no hetero object is published as " + std::to_string(id) + " on node " +
                       std::to_string(this_node()) + " (never, or unpublished)");
   if (*it->second.element_type != element_type)
-    throw usage_error("roam: hetero object " + std::to_string(id) + " on node " +
+    throw usage_error("hetero object " + std::to_string(id) + " on node " +
                       std::to_string(this_node()) + " holds " + it->second.element_type->name() +
                       ", not " + element_type.name());
   return it->second.object;

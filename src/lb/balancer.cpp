@@ -66,14 +66,13 @@ struct node_balancer {
       if (it == r.factories.end()) {
         std::string known;
         for (auto& [name, f] : r.factories) known += (known.empty() ? "" : ", ") + name;
-        throw config_error("roam: unknown load-balancing policy '" + chosen.policy +
+        throw config_error("unknown load-balancing policy '" + chosen.policy +
                            "' (--roam-lb / ROAM_LB); known: " + known);
       }
       make = it->second;
     }
     the_policy = make(cfg);
-    if (!the_policy)
-      throw config_error("roam: the factory of policy '" + chosen.policy + "' made none");
+    if (!the_policy) throw config_error("the factory of policy '" + chosen.policy + "' made none");
     passive = builtin::is_passive(*the_policy);
     period = std::chrono::microseconds(chosen.period_us);
     if (passive) return;  // work stealing only: nothing to plug in

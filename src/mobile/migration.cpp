@@ -305,7 +305,7 @@ template <class R>
 future<R> call_operation(const char* caller, const object_id& id, object_operation op, access mode,
                          const void* extra = nullptr, std::size_t size = 0) {
   node_runtime& n = sending_node(caller);
-  if (!id.index) throw usage_error(std::string("roam: ") + caller + " on a null mobile_ptr");
+  if (!id.index) throw usage_error(std::string() + caller + " on a null mobile_ptr");
   auto state = std::make_shared<call_state<R>>();
   // From a handler that holds this object in a way the operation cannot share, the
   // operation runs only after the handler returns: waiting for it there never ends.
@@ -392,7 +392,7 @@ object_group::object_group(const object_id* ids, std::size_t count) {
   std::sort(order.begin(), order.end(), [&](auto a, auto b) { return key(a) < key(b); });
   for (std::size_t i = 1; i < count; ++i)
     if (key(order[i]) == key(order[i - 1]))
-      throw usage_error("roam: a multi-object handler names " + describe_object(ids[order[i]]) +
+      throw usage_error("a multi-object handler names " + describe_object(ids[order[i]]) +
                         " twice");
   holds_.reserve(count);
   for (std::size_t i = 0; i < count; ++i) holds_.push_back(std::make_shared<hold>());

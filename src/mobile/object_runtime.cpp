@@ -131,7 +131,7 @@ void fail_object_message(node_runtime& n, message_ptr& m, const object_message_h
   message_header request = m->header;
   request.source = oh.origin;
   run_and_reply<void>(n, request, handler_name(m->header, oh),
-                      [&] { throw object_error("roam: " + what); });
+                      [&] { throw object_error("" + what); });
 }
 
 void start_granted(node_runtime& n, message_ptr& m) noexcept {

@@ -69,7 +69,7 @@ struct event_signal {
         }));
     if (!slot) {
       erase_rendezvous_slot(node, event_key_base | id);
-      throw usage_error("roam: signal for event " + std::to_string(id) + " on node " +
+      throw usage_error("signal for event " + std::to_string(id) + " on node " +
                         std::to_string(id_of(node)) +
                         ", which does not exist or has already fired");
     }
@@ -78,7 +78,7 @@ struct event_signal {
     {
       std::lock_guard guard(slot->lock);
       if (slot->remaining == 0)
-        throw usage_error("roam: signal for event " + std::to_string(id) + " on node " +
+        throw usage_error("signal for event " + std::to_string(id) + " on node " +
                           std::to_string(id_of(node)) + ", which has already fired");
       slot->values.push_back(std::move(value));
       if (--slot->remaining == 0) {

@@ -148,7 +148,7 @@ class hetero_object {
   /// Ends this object's oldest held host access (requests end in the order they were made).
   /// Throws device_error when none is held, or on an empty handle.
   void release() {
-    if (!state_) throw device_error("roam: release() on an empty hetero_object");
+    if (!state_) throw device_error("release() on an empty hetero_object");
     detail::release_host_access(*state_);
   }
 
@@ -252,7 +252,7 @@ class hetero_object {
 namespace detail {
 template <class T>
 object_argument argument_of(const hetero_object<T>& object, data_access access) {
-  if (!object.state_) throw device_error("roam: an empty hetero_object given as a task argument");
+  if (!object.state_) throw device_error("an empty hetero_object given as a task argument");
   return {object.state_, access, sizeof(T)};
 }
 }  // namespace detail

@@ -82,7 +82,7 @@ class object_channel_of {
     using handler = detail::object_channel_handler<kind>;
     detail::check_method<Method, T>();
     (void)handler::registered;
-    if (!target) throw usage_error("roam: a channel message to a null mobile_ptr");
+    if (!target) throw usage_error("a channel message to a null mobile_ptr");
     detail::node_runtime& n = detail::sending_node("roam::channel (to a mobile object)");
     detail::message_ptr m =
         detail::build_object_message<kind>(target.id(), 0, nullptr, std::forward<Args>(args)...);

@@ -99,7 +99,7 @@ auto make_together(F&& fn, const std::tuple<mobile_ptr<T>...>& objects) {
     handler.function = fn;
   handler.objects = std::apply([](const auto&... p) { return std::array{p.id()...}; }, objects);
   for (const object_id& id : handler.objects)
-    if (!id.index) throw usage_error("roam: a multi-object handler was given a null mobile_ptr");
+    if (!id.index) throw usage_error("a multi-object handler was given a null mobile_ptr");
   return handler;
 }
 

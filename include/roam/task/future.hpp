@@ -85,7 +85,7 @@ class shared_state : public waitable {
 
  private:
   void check_unset() const {
-    if (ready()) throw usage_error("roam: promise already satisfied");
+    if (ready()) throw usage_error("promise already satisfied");
   }
   std::mutex lock_;
   std::optional<stored_t<T>> value_;
@@ -182,7 +182,7 @@ class future {
   friend std::shared_ptr<detail::shared_state<T>> detail::release_state<T>(future<T>&&);
   explicit future(std::shared_ptr<detail::shared_state<T>> s) : state_(std::move(s)) {}
   void check() const {
-    if (!state_) throw usage_error("roam: operation on an empty or already consumed future");
+    if (!state_) throw usage_error("operation on an empty or already consumed future");
   }
   std::shared_ptr<detail::shared_state<T>> state_;
 };
@@ -212,7 +212,7 @@ class promise {
 
   /// The future of this promise; call once.
   future<T> get_future() {
-    if (retrieved_) throw usage_error("roam: promise::get_future called twice");
+    if (retrieved_) throw usage_error("promise::get_future called twice");
     retrieved_ = true;
     return future<T>(state_);
   }
@@ -237,7 +237,7 @@ class promise {
     if (!state_ || !retrieved_ || state_->ready()) return;
     try {
       state_->set_exception(std::make_exception_ptr(
-          broken_promise("roam: the promise was destroyed before it was fulfilled")));
+          broken_promise("the promise was destroyed before it was fulfilled")));
     } catch (...) {
       // Fulfilled concurrently by a pointer to this promise: nothing left to break.
     }
