@@ -42,11 +42,10 @@
 
 namespace roam::lb {
 
-using object_id = detail::object_id;
+using object_id = roam::object_id;
 
-/// What a node knows of the load of one of its objects (fields: id, pending_cost,
-/// pending_count, running, mean_run_us, hint; waiting(), load()).
-using object_info = detail::object_load;
+/// What a node knows of the load of one of its objects (roam/mobile/object_info.hpp).
+using object_info = roam::object_load;
 
 /// A handler ready to run (in order, access granted). Move-only; run it by returning it
 /// from pop().

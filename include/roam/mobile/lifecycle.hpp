@@ -110,7 +110,7 @@ mobile_ptr<T> make_mobile(placement at, Args&&... args) {
   detail::message_ptr m = detail::message::allocate(0);
   m->header.handler = detail::id_of(handler::entry);
   detail::message_writer w(m);
-  detail::write_value(w, detail::object_id{});  // filled in with the reserved id
+  detail::write_value(w, object_id{});  // filled in with the reserved id
   (detail::write_value_moved(w, std::forward<Args>(args)), ...);
   w.finish();
   return mobile_ptr<T>::from_id(

@@ -136,21 +136,21 @@ class mobile_ptr {
 
   /// The runtime's identity of the object (for the layers above; not needed by
   /// applications).
-  const detail::object_id& id() const noexcept { return id_; }
+  const object_id& id() const noexcept { return id_; }
   /// Wraps an identity; the type is checked when a message reaches the object.
-  static mobile_ptr from_id(const detail::object_id& id) noexcept {
+  static mobile_ptr from_id(const object_id& id) noexcept {
     mobile_ptr p;
     p.id_ = id;
     return p;
   }
 
  private:
-  const detail::object_id& checked_id(const char* what) const {
+  const object_id& checked_id(const char* what) const {
     if (!id_.index)
       throw usage_error(std::string("roam: mobile_ptr::") + what + " on a null pointer");
     return id_;
   }
-  detail::object_id id_;
+  object_id id_;
 };
 
 }  // namespace roam
