@@ -5,6 +5,7 @@
 #include <roam/am/channel.hpp>
 #include <roam/am/collectives.hpp>
 #include <roam/am/event.hpp>
+#include <roam/am/node_local.hpp>
 #include <roam/am/remote_promise.hpp>
 #include <roam/am/send.hpp>
 #include <roam/base/error.hpp>

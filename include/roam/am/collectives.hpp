@@ -191,9 +191,21 @@ std::vector<T> in_node_order(std::vector<std::pair<node_id, T>> parts) {
 
 }  // namespace detail
 
-/// Returns once every node has entered the barrier.
+/// Returns once every node has entered the barrier (control flow only: messages sent before
+/// it may still be on their way or running; see barrier_all_handled()).
 inline void barrier() {
   detail::tree_reduce<detail::no_value, detail::keep_first, true>("roam::barrier", {}, {}, 0);
+}
+
+/// Returns once every node has entered it and every message sent before any node entered
+/// it, and every message their handlers sent in turn, has been handled everywhere (YGM's
+/// comm::barrier): what the nodes sent is now visible in their state. Counts the messages
+/// wait_quiescence counts (not collectives or runtime traffic). Collective, from the
+/// application thread, like barrier(); costs two barriers and a quiescence wave.
+inline void barrier_all_handled() {
+  barrier();
+  if (this_node() == 0) wait_quiescence();
+  barrier();
 }
 
 /// Combines every node's `value` with `op`; the result is returned on every node.

@@ -1,0 +1,230 @@
+// roam — per-node state: one instance of T on every node, reachable from the others.
+//
+//   roam::node_local<long> received;                       // a global: one per node
+//   void deliver(long& mine, long amount) { mine += amount; }
+//   ... received.send<deliver>(dest, 5L);                   // runs deliver on dest's instance
+//   ... long here = received.local();                       // this node's instance
+//
+// Two ways to build one (UPC++'s dist_object, YGM's ygm_ptr):
+// - Lazily: a global node_local (namespace scope, built before roam::run) holds no T itself;
+//   each node's instance is made with T() (or the factory given) the first time that node
+//   uses it, locally or through a message, and is destroyed when the run ends. Every run
+//   starts with fresh instances. Globals are numbered in the order they are built, which is
+//   the same in every process of one binary; a function-local static built inside a run
+//   could be numbered differently on different ranks, so building one there is refused.
+// - Collectively: `node_local<T> x(roam::collective, args...)` inside roam::run, on every
+//   node in the same order (the application body, SPMD), holds its node's T(args...).
+//   Messages that reach a node before its instance is built wait for it (their handler
+//   suspends). Destroy it only once no message to it can still arrive (after
+//   roam::barrier_all_handled(), say); a message that arrives afterwards stops the job
+//   naming it.
+//
+// Threading: local() may be called by any thread of the node concurrently (T's own members
+// need their own synchronization if several threads of the node use them; with one worker
+// per node they do not). send() and call() follow roam::send and roam::call: messages from
+// one thread to one node start in sending order. Handlers run on a worker of the destination
+// with a reference to that node's instance.
+#pragma once
+
+#include <roam/am/send.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+namespace roam {
+
+namespace detail {
+
+/// How a node's table makes and drops the instances of a lazy node_local (`owner` is the
+/// node_local, whose factory makes them).
+struct node_local_kind {
+  void* (*make)(const void* owner);
+  void (*destroy)(void* instance) noexcept;
+  const void* owner;
+};
+
+/// Ids of node_local objects: lazy ones from a process-wide counter (globals are made in the
+/// same order by every process of one binary), collective ones from a counter of the node.
+inline constexpr std::uint32_t collective_node_local = 0x80000000u;
+/// Registers a lazy node_local (process-wide, for its whole life); returns its id.
+std::uint32_t register_lazy_node_local(const node_local_kind& kind);
+void unregister_lazy_node_local(std::uint32_t id) noexcept;
+std::uint32_t next_collective_node_local_id(node_runtime& n);
+
+/// The instance of lazy node_local `id` on `n`, made on first use.
+void* lazy_node_local(node_runtime& n, std::uint32_t id);
+/// A collective node_local's instance on `n`: published by its constructor, withdrawn by its
+/// destructor. find waits (suspending a handler) for one not built yet and stops the job for
+/// one already destroyed.
+void publish_node_local(node_runtime& n, std::uint32_t id, void* instance);
+void withdraw_node_local(node_runtime& n, std::uint32_t id) noexcept;
+void* collective_node_local_instance(node_runtime& n, std::uint32_t id);
+
+template <class Sig>
+struct node_local_signature;
+template <class R, class S, class... P>
+struct node_local_signature<R(S&, P...)> {
+  using result = R;
+  using state = S;
+  template <class T, class Invoke>
+  struct handler;
+};
+
+/// The message that runs `Invoke{}(instance, p...)` on the destination's instance of the
+/// node_local `id`: a serializable function object carrying the id.
+template <class R, class S, class... P>
+template <class T, class Invoke>
+struct node_local_signature<R(S&, P...)>::handler {
+  static_assert(std::is_same_v<std::remove_const_t<S>, T>,
+                "roam::node_local<T>: the handler's first parameter must be T& or const T&");
+  std::uint32_t id = 0;
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(id);
+  }
+  R operator()(P... p) const;
+};
+
+template <class F>
+struct callable_signature : callable_signature<decltype(&F::operator())> {};
+template <class C, class R, class... A>
+struct callable_signature<R (C::*)(A...) const> {
+  using type = R(A...);
+};
+template <class C, class R, class... A>
+struct callable_signature<R (C::*)(A...) const noexcept> {
+  using type = R(A...);
+};
+template <class R, class... A>
+struct callable_signature<R (*)(A...)> {
+  using type = R(A...);
+};
+template <class R, class... A>
+struct callable_signature<R (*)(A...) noexcept> {
+  using type = R(A...);
+};
+
+template <auto Function>
+struct calls_function {
+  template <class... A>
+  decltype(auto) operator()(A&&... a) const {
+    return Function(std::forward<A>(a)...);
+  }
+};
+
+}  // namespace detail
+
+/// Tag of node_local's collective constructor.
+struct collective_t {
+  explicit collective_t() = default;
+};
+inline constexpr collective_t collective{};
+
+/// One instance of T per node. See the file comment for the two ways to build one.
+/// Lifetime: a lazy node_local must outlive every roam::run that uses it (make it a global
+/// or a static); a collective one lives on the application thread of its node.
+template <class T>
+class node_local {
+ public:
+  /// A global (built before roam::run): each node's instance is made with T() the first time
+  /// that node uses it. Throws roam::usage_error inside roam::run (use the collective form).
+  node_local() : node_local(std::function<T()>{}) {}
+  /// A global whose instances are made by `factory()` (called on the node, once per run).
+  explicit node_local(std::function<T()> factory) : factory_(std::move(factory)) {
+    id_ = detail::register_lazy_node_local(
+        {[](const void* owner) -> void* {
+           const auto* self = static_cast<const node_local*>(owner);
+           return self->factory_ ? new T(self->factory_()) : new T();
+         },
+         [](void* instance) noexcept { delete static_cast<T*>(instance); }, this});
+  }
+  /// Collective: built inside roam::run on every node in the same order (SPMD); this node's
+  /// instance is T(args...). Throws roam::usage_error on a thread of no node.
+  template <class... Args>
+  explicit node_local(collective_t, Args&&... args)
+      : node_(&detail::require_node("roam::node_local(roam::collective, ...)")),
+        owned_(std::make_unique<T>(std::forward<Args>(args)...)) {
+    id_ = detail::next_collective_node_local_id(*node_);
+    detail::publish_node_local(*node_, id_, owned_.get());
+  }
+  node_local(const node_local&) = delete;
+  node_local& operator=(const node_local&) = delete;
+  ~node_local() {
+    if (node_)
+      detail::withdraw_node_local(*node_, id_);
+    else
+      detail::unregister_lazy_node_local(id_);
+  }
+
+  /// This node's instance (the calling thread's node). Throws roam::usage_error on a thread
+  /// of no node.
+  T& local() {
+    if (owned_) return *owned_;
+    return *static_cast<T*>(
+        detail::lazy_node_local(detail::require_node("roam::node_local::local"), id_));
+  }
+  const T& local() const { return const_cast<node_local*>(this)->local(); }
+  T& operator*() { return local(); }
+  T* operator->() { return &local(); }
+
+  /// Runs `fn(instance, args...)` on node `dest`'s instance, fire and forget. `fn` is a
+  /// stateless lambda whose first parameter is T& (or const T&); the others are sent as for
+  /// roam::send.
+  template <class F, class... Args>
+  void send(node_id dest, F, Args&&... args) const {
+    roam::send(dest, handler_for<F>(), std::forward<Args>(args)...);
+  }
+  /// The same with a function: `received.send<deliver>(dest, 5L)`.
+  template <auto Function, class... Args>
+  void send(node_id dest, Args&&... args) const {
+    roam::send(dest, handler_for<detail::calls_function<Function>, decltype(Function)>(),
+               std::forward<Args>(args)...);
+  }
+  /// Runs `fn(instance, args...)` on `dest`'s instance; the future holds its result (or its
+  /// exception, as roam::call).
+  template <class F, class... Args>
+  auto call(node_id dest, F, Args&&... args) const {
+    return roam::call(dest, handler_for<F>(), std::forward<Args>(args)...);
+  }
+  template <auto Function, class... Args>
+  auto call(node_id dest, Args&&... args) const {
+    return roam::call(dest, handler_for<detail::calls_function<Function>, decltype(Function)>(),
+                      std::forward<Args>(args)...);
+  }
+
+  /// Internal: the instance a message for node_local `id` reaches on the calling node.
+  static T& instance_for_message(std::uint32_t id) {
+    detail::node_runtime& n = detail::require_node("roam::node_local");
+    if (id & detail::collective_node_local)
+      return *static_cast<T*>(detail::collective_node_local_instance(n, id));
+    return *static_cast<T*>(detail::lazy_node_local(n, id));
+  }
+
+ private:
+  template <class Invoke, class Signature = Invoke>
+  auto handler_for() const {
+    static_assert(std::is_empty_v<Invoke> && std::is_default_constructible_v<Invoke>,
+                  "roam::node_local: the handler must be a lambda without captures (or use "
+                  "send<function>)");
+    using sig = detail::node_local_signature<typename detail::callable_signature<Signature>::type>;
+    typename sig::template handler<T, Invoke> h;
+    h.id = id_;
+    return h;
+  }
+
+  std::uint32_t id_ = 0;
+  detail::node_runtime* node_ = nullptr;  // collective: the node that built it
+  std::unique_ptr<T> owned_;              // collective: this node's instance
+  std::function<T()> factory_;            // lazy: how each node's instance is made
+};
+
+template <class R, class S, class... P>
+template <class T, class Invoke>
+R detail::node_local_signature<R(S&, P...)>::handler<T, Invoke>::operator()(P... p) const {
+  return Invoke{}(node_local<T>::instance_for_message(id), std::move(p)...);
+}
+
+}  // namespace roam

@@ -1,0 +1,179 @@
+// The tables behind roam::node_local: per node, the instances of the lazy node_locals (made
+// on first use, destroyed with the node) and of the collective ones (published by their
+// constructors); per process, the lazy node_locals that exist.
+#include <roam/am/node_local.hpp>
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace roam::detail {
+namespace {
+
+// Lazy node_locals are globals: a few per program. Their ids index a two-level table, so that
+// local() finds its instance with atomic loads only.
+constexpr std::uint32_t lazy_chunk = 64;
+constexpr std::uint32_t most_lazy = lazy_chunk * 64;
+
+struct lazy_registry {
+  std::mutex lock;
+  std::vector<node_local_kind> kinds{1};  // index 0 is no id
+  std::vector<bool> alive{false};
+};
+
+lazy_registry& lazies() {
+  static lazy_registry r;
+  return r;
+}
+
+struct collective_entry {
+  void* instance = nullptr;
+  std::unique_ptr<ready_flag> built = std::make_unique<ready_flag>();
+};
+
+struct node_local_table {
+  explicit node_local_table(node_runtime& node) : n(node) {}
+  ~node_local_table() {
+    for (std::uint32_t c = 0; c < chunks.size(); ++c) {
+      auto* chunk = chunks[c].load(std::memory_order_acquire);
+      if (!chunk) continue;
+      for (std::uint32_t i = 0; i < lazy_chunk; ++i)
+        if (void* instance = (*chunk)[i].load(std::memory_order_acquire))
+          destroyers[c * lazy_chunk + i](instance);
+      delete chunk;
+    }
+  }
+
+  node_runtime& n;
+  using chunk_type = std::array<std::atomic<void*>, lazy_chunk>;
+  std::array<std::atomic<chunk_type*>, most_lazy / lazy_chunk> chunks{};
+  std::array<void (*)(void*) noexcept, most_lazy> destroyers{};
+  std::mutex lock;                     // creation of lazy instances; the collective entries
+  std::uint32_t collective_built = 0;  // highest collective id built on this node (low bits)
+  std::unordered_map<std::uint32_t, collective_entry> collective;
+};
+
+const extension_key table_extension = register_node_extension(
+    {"per-node state (roam::node_local)", 40,
+     [](node_runtime& n) -> void* { return new node_local_table(n); },
+     [](void* state) noexcept { delete static_cast<node_local_table*>(state); }});
+
+node_local_table& table_of(node_runtime& n) {
+  return *static_cast<node_local_table*>(extension_state(n, table_extension));
+}
+
+}  // namespace
+
+std::uint32_t register_lazy_node_local(const node_local_kind& kind) {
+  if (current_node())
+    throw usage_error(
+        "roam::node_local built inside roam::run without roam::collective: inside the run, "
+        "every node builds its own with node_local<T>(roam::collective, args...); a "
+        "node_local<T> without it is a global (made before the run, each node's instance made "
+        "on first use)");
+  lazy_registry& r = lazies();
+  std::lock_guard guard(r.lock);
+  if (r.kinds.size() == most_lazy)
+    throw usage_error("roam::node_local: more than " + std::to_string(most_lazy - 1) +
+                      " global node_locals in one process");
+  r.kinds.push_back(kind);
+  r.alive.push_back(true);
+  return static_cast<std::uint32_t>(r.kinds.size() - 1);
+}
+
+void unregister_lazy_node_local(std::uint32_t id) noexcept {
+  lazy_registry& r = lazies();
+  std::lock_guard guard(r.lock);
+  if (id < r.alive.size()) r.alive[id] = false;
+}
+
+void* lazy_node_local(node_runtime& n, std::uint32_t id) {
+  node_local_table& t = table_of(n);
+  if (id == 0 || id >= most_lazy)
+    fatal("a message names node_local #" + std::to_string(id) +
+          ", which this program does not have");
+  auto* chunk = t.chunks[id / lazy_chunk].load(std::memory_order_acquire);
+  if (chunk)
+    if (void* instance = (*chunk)[id % lazy_chunk].load(std::memory_order_acquire)) return instance;
+  node_local_kind kind{};
+  {
+    lazy_registry& r = lazies();
+    std::lock_guard guard(r.lock);
+    if (id >= r.kinds.size() || !r.alive[id])
+      fatal("a message names node_local #" + std::to_string(id) + ", which " +
+            (id >= r.kinds.size() ? "this program does not have" : "was destroyed"));
+    kind = r.kinds[id];
+  }
+  std::lock_guard guard(t.lock);
+  chunk = t.chunks[id / lazy_chunk].load(std::memory_order_relaxed);
+  if (!chunk) {
+    chunk = new node_local_table::chunk_type{};
+    t.chunks[id / lazy_chunk].store(chunk, std::memory_order_release);
+  }
+  auto& slot = (*chunk)[id % lazy_chunk];
+  void* instance = slot.load(std::memory_order_relaxed);
+  if (!instance) {
+    instance = kind.make(kind.owner);
+    t.destroyers[id] = kind.destroy;
+    slot.store(instance, std::memory_order_release);
+  }
+  return instance;
+}
+
+std::uint32_t next_collective_node_local_id(node_runtime& n) {
+  node_local_table& t = table_of(n);
+  std::lock_guard guard(t.lock);
+  if (t.collective_built + 1 >= collective_node_local)
+    throw usage_error("roam::node_local: too many collective node_locals on one node");
+  return collective_node_local | ++t.collective_built;
+}
+
+void publish_node_local(node_runtime& n, std::uint32_t id, void* instance) {
+  node_local_table& t = table_of(n);
+  ready_flag* built = nullptr;
+  {
+    std::lock_guard guard(t.lock);
+    collective_entry& e = t.collective[id];
+    e.instance = instance;
+    built = e.built.get();
+  }
+  built->set();
+}
+
+void withdraw_node_local(node_runtime& n, std::uint32_t id) noexcept {
+  node_local_table& t = table_of(n);
+  std::lock_guard guard(t.lock);
+  t.collective.erase(id);
+}
+
+void* collective_node_local_instance(node_runtime& n, std::uint32_t id) {
+  node_local_table& t = table_of(n);
+  ready_flag* built = nullptr;
+  {
+    std::lock_guard guard(t.lock);
+    auto it = t.collective.find(id);
+    if (it == t.collective.end()) {
+      if ((id & ~collective_node_local) <= t.collective_built)
+        fatal("a message reached collective node_local #" +
+              std::to_string(id & ~collective_node_local) + " on node " + std::to_string(id_of(n)) +
+              " after it was destroyed there (destroy a node_local only once no message to it "
+              "can arrive: after roam::barrier_all_handled())");
+      it = t.collective.emplace(id, collective_entry{}).first;  // built later: wait for it
+    }
+    if (it->second.built->ready()) return it->second.instance;
+    built = it->second.built.get();
+  }
+  wait(*built);  // a handler suspends until this node builds it
+  std::lock_guard guard(t.lock);
+  auto it = t.collective.find(id);
+  if (it == t.collective.end())
+    fatal("collective node_local #" + std::to_string(id & ~collective_node_local) +
+          " was destroyed on node " + std::to_string(id_of(n)) +
+          " while a message to it waited for it to be built");
+  return it->second.instance;
+}
+
+}  // namespace roam::detail
