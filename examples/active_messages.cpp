@@ -8,7 +8,6 @@
 // for it with wait_quiescence, then every node joins collectives.
 #include <roam/roam.hpp>
 
-#include <array>
 #include <atomic>
 #include <cstdio>
 #include <random>
@@ -16,8 +15,8 @@
 
 namespace {
 
-// Per node: in one process the virtual nodes share globals, so index by node.
-std::array<std::atomic<long>, 4096> tree_messages{};
+// Per-node state: one counter on every node.
+roam::node_local<std::atomic<long>> tree_messages;
 
 // A free function handler: passes the token on until it has gone round `laps` times.
 void ring_hop(int hops_left, std::string trail) {
@@ -33,7 +32,7 @@ void ring_hop(int hops_left, std::string trail) {
 // A handler that spawns a random number of children on random nodes.
 struct grow_tree {
   void operator()(int depth, unsigned seed) const {
-    tree_messages[roam::this_node()].fetch_add(1);
+    tree_messages.local().fetch_add(1);
     std::mt19937 rng(seed);
     if (depth == 0) return;
     int children = static_cast<int>(rng() % 4);
@@ -68,7 +67,8 @@ int main(int argc, char** argv) {
       roam::wait_quiescence();
     }
     roam::barrier();
-    long total = roam::allreduce(tree_messages[me].load(), [](long a, long b) { return a + b; });
+    long total =
+        roam::allreduce(tree_messages.local().load(), [](long a, long b) { return a + b; });
     auto names = roam::allgather(std::string("n") + std::to_string(me));
     if (me == 0) {
       std::printf("random tree: %ld messages handled across all nodes (counted after quiescence)\n",
