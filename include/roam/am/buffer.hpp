@@ -25,6 +25,8 @@
 
 namespace roam {
 
+/// An array of trivially copyable `T` whose storage is a message block, so that it travels as
+/// a handler argument or result without copying its elements (see the top of this file).
 template <class T>
 class buffer {
   static_assert(std::is_trivially_copyable_v<T> && !std::is_pointer_v<T>,
@@ -32,7 +34,7 @@ class buffer {
   static_assert(alignof(T) <= 16, "roam::buffer elements must need at most 16-byte alignment");
 
  public:
-  using value_type = T;
+  using value_type = T;  ///< The element type.
   /// Offset of the elements in the message payload: the room before it holds the
   /// buffer's 16-byte tag and up to 48 bytes of preceding arguments.
   static constexpr std::size_t data_offset = 64;
@@ -40,6 +42,7 @@ class buffer {
   buffer() = default;
   /// `count` uninitialized elements.
   explicit buffer(std::size_t count) { allocate(count); }
+  /// A copy of `values`.
   buffer(std::initializer_list<T> values)
       : buffer(std::span<const T>(values.begin(), values.size())) {}
   /// A copy of `values`.
@@ -47,6 +50,9 @@ class buffer {
     allocate(values.size());
     if (!values.empty()) std::memcpy(data_, values.data(), values.size_bytes());
   }
+  /// Moving takes the block over and leaves `other` empty; copying copies the elements into a
+  /// new block.
+  ///@{
   buffer(buffer&& other) noexcept { swap(other); }
   buffer& operator=(buffer&& other) noexcept {
     buffer(std::move(other)).swap(*this);
@@ -57,7 +63,10 @@ class buffer {
     if (this != &other) buffer(other).swap(*this);
     return *this;
   }
+  ///@}
 
+  /// Container-like access to the elements, which are contiguous.
+  ///@{
   T* data() noexcept { return data_; }
   const T* data() const noexcept { return data_; }
   std::size_t size() const noexcept { return size_; }
@@ -70,11 +79,14 @@ class buffer {
   const T* end() const noexcept { return data_ + size_; }
   std::span<T> span() noexcept { return {data_, size_}; }
   std::span<const T> span() const noexcept { return {data_, size_}; }
+  ///@}
+  /// True when both buffers hold the same number of elements with the same bytes.
   bool operator==(const buffer& other) const {
     return size_ == other.size_ &&
            (size_ == 0 || std::memcmp(data_, other.data_, size_ * sizeof(T)) == 0);
   }
 
+  /// Exchanges the contents (blocks included) of two buffers, without copying elements.
   void swap(buffer& other) noexcept {
     std::swap(block_, other.block_);
     std::swap(data_, other.data_);
@@ -83,6 +95,7 @@ class buffer {
   }
 
   /// cereal form, used when a buffer sits inside another serialized value (a copy).
+  ///@{
   template <class Ar>
   void save(Ar& ar) const {
     ar(cereal::make_size_tag(static_cast<cereal::size_type>(size_)));
@@ -96,6 +109,7 @@ class buffer {
     ar(cereal::binary_data(fresh.data_, fresh.size_ * sizeof(T)));
     swap(fresh);
   }
+  ///@}
 
  private:
   friend struct detail::top_level_codec<buffer<T>>;

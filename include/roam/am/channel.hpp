@@ -52,7 +52,8 @@ inline constexpr channel_order unordered = channel_order::unordered;
 ///   });
 ///   ask(owner, slot);                           // the sender passes the slot only
 struct source_node {
-  node_id id = 0;
+  node_id id = 0;  ///< The sending node.
+  /// Lets a source_node be used wherever a node_id is expected.
   constexpr operator node_id() const noexcept { return id; }  // NOLINT(google-explicit-constructor)
 };
 
@@ -258,6 +259,7 @@ class channel_of {
                 "(fixed-size records)");
 
  public:
+  /// A channel to `fn` (a function or a lambda without captures) whose messages keep `order`.
   channel_of(H fn, channel_order order) : fn_(fn), order_(static_cast<detail::lane_order>(order)) {
     detail::check_handler_type<H>();
     static_assert(detail::handler_traits<H>::is_function_pointer || std::is_empty_v<H>,
@@ -316,6 +318,7 @@ class channel_of {
     }
   }
 
+  /// The order this channel's messages keep.
   channel_order order() const noexcept { return static_cast<channel_order>(order_); }
 
  private:

@@ -23,11 +23,15 @@ template <class T>
 struct event_signal;
 }
 
+/// Handle to an event created by make_event(): small, copyable and serializable, so that it
+/// can be sent to the nodes that will signal() it.
 template <class T>
 class event {
  public:
   event() = default;
+  /// The node that created the event, where its handler runs.
   node_id owner() const noexcept { return node_; }
+  /// cereal hook: the handle travels as its node and id.
   template <class Ar>
   void serialize(Ar& ar) {
     ar(node_, id_);

@@ -88,8 +88,10 @@ struct node_local_signature<R(S&, P...)>::handler {
   R operator()(P... p) const;
 };
 
+/// @cond
 template <class F>
 struct callable_signature : callable_signature<decltype(&F::operator())> {};
+/// @endcond
 template <class C, class R, class... A>
 struct callable_signature<R (C::*)(A...) const> {
   using type = R(A...);
@@ -166,9 +168,12 @@ class node_local {
     return *static_cast<T*>(
         detail::lazy_node_local(detail::require_node("roam::node_local::local"), id_));
   }
+  /// This node's instance, as local().
+  ///@{
   const T& local() const { return const_cast<node_local*>(this)->local(); }
   T& operator*() { return local(); }
   T* operator->() { return &local(); }
+  ///@}
 
   /// Runs `fn(instance, args...)` on node `dest`'s instance, fire and forget. `fn` is a
   /// stateless lambda whose first parameter is T& (or const T&); the others are sent as for
@@ -189,6 +194,7 @@ class node_local {
   auto call(node_id dest, F, Args&&... args) const {
     return roam::call(dest, handler_for<F>(), std::forward<Args>(args)...);
   }
+  /// The same with a function: `received.call<read>(dest)`.
   template <auto Function, class... Args>
   auto call(node_id dest, Args&&... args) const {
     return roam::call(dest, handler_for<detail::calls_function<Function>, decltype(Function)>(),

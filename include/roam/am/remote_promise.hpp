@@ -19,6 +19,8 @@ class remote_promise;
 template <class T>
 std::pair<remote_promise<T>, future<T>> make_remote_promise();
 
+/// A copyable, serializable handle that fulfils, once and from any node, the future made with
+/// it by make_remote_promise().
 template <class T>
 class remote_promise {
  public:
@@ -34,6 +36,7 @@ class remote_promise {
     w.finish();
     deliver(std::move(m), false);
   }
+  /// Makes the future ready, for `T` = void; otherwise as set_value(U).
   void set_value() const requires std::is_void_v<T> {
     deliver(detail::message::allocate(0), false);
   }
@@ -50,6 +53,7 @@ class remote_promise {
   /// The node holding the future.
   node_id owner() const noexcept { return node_; }
 
+  /// cereal hook: the handle travels as the future's node and call id.
   template <class Ar>
   void serialize(Ar& ar) {
     ar(node_, id_);

@@ -29,8 +29,11 @@ enum class errc : std::uint8_t {
 /// Threading: immutable after construction.
 class error : public std::runtime_error {
  public:
+  /// An error of kind `code`; `message` says what happened (without the "roam: " prefix).
   error(errc code, std::string_view message);
+  /// What kind of failure this is.
   [[nodiscard]] errc code() const noexcept { return code_; }
+  /// The message without the "roam: " prefix.
   [[nodiscard]] const std::string& message() const noexcept { return message_; }
 
  private:
@@ -41,6 +44,7 @@ class error : public std::runtime_error {
 /// A configuration flag or environment variable has an invalid value.
 class config_error : public error {
  public:
+  /// An error with code errc::config.
   explicit config_error(std::string_view message) : error(errc::config, message) {}
 };
 
@@ -48,12 +52,14 @@ class config_error : public error {
 /// that belongs to no node, ...).
 class usage_error : public error {
  public:
+  /// An error with code errc::usage.
   explicit usage_error(std::string_view message) : error(errc::usage, message) {}
 };
 
 /// The promise behind a future was destroyed before it was fulfilled.
 class broken_promise : public error {
  public:
+  /// An error with code errc::broken_promise.
   explicit broken_promise(std::string_view message) : error(errc::broken_promise, message) {}
 };
 
@@ -61,12 +67,14 @@ class broken_promise : public error {
 /// or named it with the wrong type. message() names the object, the handler and the nodes.
 class object_error : public error {
  public:
+  /// An error with code errc::object.
   explicit object_error(std::string_view message) : error(errc::object, message) {}
 };
 
 /// A payload or message is truncated or malformed (deserialization, wire decoding).
 class deserialization_error : public error {
  public:
+  /// An error with code errc::malformed_message.
   explicit deserialization_error(std::string_view message)
       : error(errc::malformed_message, message) {}
 };
@@ -75,6 +83,7 @@ class deserialization_error : public error {
 /// message() names the handler, the node it ran on and the original message.
 class remote_error : public error {
  public:
+  /// The handler's exception of type `type` said `original`; `message` is the whole report.
   remote_error(std::string type, std::string original, std::string_view message)
       : error(errc::remote, message), type_(std::move(type)), original_(std::move(original)) {}
   /// Demangled type of the original exception ("std::out_of_range", or "unknown").
@@ -91,13 +100,16 @@ class remote_error : public error {
 /// (code errc::config) one of its settings is invalid.
 class device_error : public error {
  public:
+  /// A device failure (code errc::device).
   explicit device_error(std::string_view message) : error(errc::device, message) {}
+  /// A failure of the framework of another kind (errc::config, errc::out_of_device_memory).
   device_error(errc code, std::string_view message) : error(code, message) {}
 };
 
 /// A device has no room for an allocation (its memory or its configured limit).
 class out_of_device_memory : public device_error {
  public:
+  /// An error with code errc::out_of_device_memory.
   explicit out_of_device_memory(std::string_view message)
       : device_error(errc::out_of_device_memory, message) {}
 };

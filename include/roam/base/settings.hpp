@@ -86,11 +86,15 @@ const detail::settings_group& register_settings(const char* layer, int order,
 /// copies every instance. Threading: like a std::map (one writer, or any number of readers).
 class layer_settings {
  public:
+  /// No layer's settings yet: each is made with its defaults when first asked for.
   layer_settings() = default;
+  /// Copies are deep: every layer's struct is copied.
+  ///@{
   layer_settings(const layer_settings& other);
   layer_settings& operator=(const layer_settings& other);
   layer_settings(layer_settings&&) noexcept = default;
   layer_settings& operator=(layer_settings&&) noexcept = default;
+  ///@}
   ~layer_settings() = default;
 
   /// The instance of `Group` (made with its defaults when first asked for).
@@ -105,7 +109,9 @@ class layer_settings {
     static const Group defaults{};
     return defaults;
   }
+  /// The instance of a registered group, made with its defaults when first asked for.
   void* get(const detail::settings_group& group);
+  /// The instance of a registered group, or nullptr when none was made.
   const void* find(const detail::settings_group& group) const noexcept;
 
  private:
@@ -115,8 +121,10 @@ class layer_settings {
 /// Parsers for the `apply` functions of settings: each throws roam::config_error
 /// "invalid value '<text>' for <origin>: expected ..." when `text` does not fit.
 namespace setting_values {
+/// An integer in [min, max].
 std::uint32_t count(std::string_view text, const std::string& origin, std::uint32_t min,
                     std::uint32_t max);
+/// A number in [min, max].
 double real(std::string_view text, const std::string& origin, double min, double max);
 /// A size in bytes with an optional binary suffix: 262144, 256K, 256KiB, 1M, 1MiB, 1G.
 std::uint64_t bytes(std::string_view text, const std::string& origin, std::uint64_t min,

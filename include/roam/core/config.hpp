@@ -26,6 +26,7 @@ enum class transport_kind {
 /// (`ROAM_THREADS=4`), which override the defaults. A plain value: copying copies every layer's
 /// settings; not synchronized (set it up before roam::run, which copies it).
 struct config {
+  /// How nodes are formed (--roam-transport).
   transport_kind transport = transport_kind::automatic;
   /// Virtual nodes of the inproc transport (ignored under mpi, where nodes = ranks).
   std::uint32_t nodes = 1;
@@ -72,6 +73,7 @@ struct config {
   T& of() {
     return layers.get<T>();
   }
+  /// The same, read-only: the defaults when the layer's settings were never changed.
   template <class T>
   const T& of() const {
     return layers.get<T>();

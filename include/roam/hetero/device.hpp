@@ -44,11 +44,12 @@ enum class device_type : std::uint8_t { cpu, gpu, accelerator, any };
 /// What a device is. `memory_bytes` is the memory the runtime may use on it: the device's own
 /// size, or the configured limit when one is set and smaller.
 struct device_info {
-  int index = 0;  ///< position in hetero_runtime::devices()
-  roam::backend backend = backend::host;
-  device_type type = device_type::cpu;
-  std::string name;
-  std::size_t memory_bytes = 0;
+  int index = 0;                          ///< position in hetero_runtime::devices()
+  roam::backend backend = backend::host;  ///< the backend that drives the device
+  device_type type = device_type::cpu;    ///< what hetero_task::on(device_type) matches
+  std::string name;                       ///< the driver's device name, or "host (N threads)"
+  std::size_t memory_bytes = 0;           ///< usable bytes: its memory, or a smaller limit
+  /// Its parallel units: worker threads (host), compute units (OpenCL) or multiprocessors (CUDA).
   unsigned compute_units = 0;
   /// The most work-items one work-group may have (0: no limit, the host backend).
   std::size_t max_group_items = 0;
@@ -62,8 +63,9 @@ struct device_info {
 /// Memory on one device: a host pointer (host backend), a `cl_mem` (OpenCL) or a device pointer
 /// (CUDA). Plain value; freed only through device::release.
 struct device_buffer {
-  void* handle = nullptr;
-  std::size_t bytes = 0;
+  void* handle = nullptr;  ///< the backend's handle (see above); null for no buffer
+  std::size_t bytes = 0;   ///< the buffer's size
+  /// True when the buffer holds memory (its handle is not null).
   explicit operator bool() const noexcept { return handle != nullptr; }
 };
 
@@ -78,6 +80,7 @@ struct device_event_state;
 class device_event {
  public:
   device_event() = default;
+  /// An event of `state`, the backend's record of one operation (backends make events this way).
   explicit device_event(std::shared_ptr<detail::device_event_state> state)
       : state_(std::move(state)) {}
 
@@ -94,6 +97,8 @@ class device_event {
   /// on the thread that completes it (a backend or engine thread: keep callbacks short).
   void on_complete(std::function<void()> callback) const;
 
+  /// The backend's record of the operation, shared by every copy of the event; null for a
+  /// default event.
   [[nodiscard]] const std::shared_ptr<detail::device_event_state>& state() const noexcept {
     return state_;
   }
@@ -116,17 +121,19 @@ void set_device_wait_hook(device_wait_hook hook) noexcept;
 /// Launch geometry, up to three dimensions: `groups` work-groups of `local` work-items each
 /// (CUDA: grid and block; OpenCL: global = groups * local).
 struct launch_dims {
-  std::array<std::uint32_t, 3> groups{1, 1, 1};
-  std::array<std::uint32_t, 3> local{1, 1, 1};
+  std::array<std::uint32_t, 3> groups{1, 1, 1};  ///< work-groups per dimension
+  std::array<std::uint32_t, 3> local{1, 1, 1};   ///< work-items per group, per dimension
 
   /// One dimension covering at least `items` work-items, `local` per group.
   [[nodiscard]] static launch_dims linear(std::size_t items, std::uint32_t local = 128);
   /// Two dimensions covering at least rows x columns, `local` x `local` per group.
   [[nodiscard]] static launch_dims grid2d(std::size_t rows, std::size_t columns,
                                           std::uint32_t local = 16);
+  /// The number of work-groups, over all dimensions.
   [[nodiscard]] std::size_t group_count() const noexcept {
     return std::size_t{groups[0]} * groups[1] * groups[2];
   }
+  /// The number of work-items in one work-group, over all dimensions.
   [[nodiscard]] std::size_t local_count() const noexcept {
     return std::size_t{local[0]} * local[1] * local[2];
   }
@@ -135,16 +142,17 @@ struct launch_dims {
 /// One kernel argument: a device buffer (the kernel sees a pointer) or a scalar of up to 16
 /// bytes passed by value.
 struct kernel_argument {
-  static constexpr std::size_t max_scalar_bytes = 16;
-  bool is_buffer = false;
-  device_buffer buffer;
-  std::array<std::byte, max_scalar_bytes> scalar{};
-  std::uint8_t scalar_bytes = 0;
+  static constexpr std::size_t max_scalar_bytes = 16;  ///< the largest scalar passed by value
+  bool is_buffer = false;                              ///< true: the buffer; false: the scalar
+  device_buffer buffer;                                ///< the buffer, when is_buffer
+  std::array<std::byte, max_scalar_bytes> scalar{};    ///< the scalar, in its first scalar_bytes
+  std::uint8_t scalar_bytes = 0;                       ///< the scalar's size, in bytes
   bool scalar_floating = false;  ///< a float or double, checked against the kernel's parameter
   /// A buffer's element size when known (hetero_task's objects), checked against what the
   /// kernel's parameter points to; 0 when not known (a raw device_buffer).
   std::size_t element_bytes = 0;
 
+  /// An argument passing `b` (its element size not known: not checked against the kernel).
   [[nodiscard]] static kernel_argument of_buffer(device_buffer b) {
     kernel_argument a;
     a.is_buffer = true;
@@ -158,6 +166,7 @@ struct kernel_argument {
                      : static_cast<const void*>(scalar.data());
   }
 
+  /// An argument passing `value` by value: trivially copyable, at most max_scalar_bytes bytes.
   template <class T>
   [[nodiscard]] static kernel_argument of_value(const T& value) {
     static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= max_scalar_bytes,
@@ -173,12 +182,17 @@ struct kernel_argument {
 /// A queue of a device. Each device has `compute_queue_count()` compute queues and one copy
 /// queue per direction, so copies overlap kernels (thesis Fig. 54).
 struct device_queue {
+  /// A compute queue, or the copy queue of one direction.
   enum class kind : std::uint8_t { compute, host_to_device, device_to_host };
-  kind which = kind::compute;
-  unsigned index = 0;  ///< among compute queues
+  kind which = kind::compute;  ///< which kind of queue
+  unsigned index = 0;          ///< among compute queues
+  /// Compute queue `i`, taken modulo the device's compute_queue_count().
   [[nodiscard]] static device_queue compute(unsigned i) { return {kind::compute, i}; }
+  /// The copy queue of one direction: to the device, or to the host.
+  ///@{
   [[nodiscard]] static device_queue host_to_device() { return {kind::host_to_device, 0}; }
   [[nodiscard]] static device_queue device_to_host() { return {kind::device_to_host, 0}; }
+  ///@}
 };
 
 /// One device. Operations take an `after` list: the operation starts only once those events
@@ -190,7 +204,9 @@ class device {
   device(const device&) = delete;
   device& operator=(const device&) = delete;
 
+  /// What the device is, as discovery found it.
   [[nodiscard]] const device_info& info() const noexcept { return info_; }
+  /// How many compute queues the device has (device_discovery_options::compute_queues).
   [[nodiscard]] virtual unsigned compute_queue_count() const noexcept = 0;
 
   /// Device memory of `bytes` (> 0). Throws out_of_device_memory when the device (or its
@@ -202,6 +218,7 @@ class device {
   /// Host memory the device copies from and to fastest (page-locked for CUDA); plain aligned
   /// memory for the other backends. Freed with release_host.
   [[nodiscard]] virtual void* allocate_host(std::size_t bytes);
+  /// Frees memory from allocate_host(); `bytes` is the size it was allocated with.
   virtual void release_host(void* memory, std::size_t bytes) noexcept;
 
   /// Whether copies between this device and the host memory [memory, memory + bytes) run
@@ -213,7 +230,9 @@ class device {
   [[nodiscard]] virtual bool direct_host_transfers(const void* memory,
                                                    std::size_t bytes) const noexcept;
 
-  /// Asynchronous copies. Host memory must stay valid and untouched until the event is ready.
+  /// Asynchronous copies of `bytes` bytes to or from a buffer at `offset`, or between two buffers
+  /// (copy_on_device). Host memory must stay valid and untouched until the event is ready.
+  ///@{
   virtual device_event copy_to_device(device_queue queue, device_buffer destination,
                                       std::size_t offset, const void* source, std::size_t bytes,
                                       std::span<const device_event> after) = 0;
@@ -224,6 +243,7 @@ class device {
                                       std::size_t destination_offset, device_buffer source,
                                       std::size_t source_offset, std::size_t bytes,
                                       std::span<const device_event> after) = 0;
+  ///@}
 
   /// Runs `k` over `dims`. `local_bytes` is the kernel's dynamic local memory (0 for none).
   /// Compile errors (OpenCL run-time compilation) are thrown here, with the build log.
@@ -235,6 +255,7 @@ class device {
   virtual void synchronize() = 0;
 
  protected:
+  /// A device described by `info` (its backend's discovery fills it in).
   explicit device(device_info info) : info_(std::move(info)) {}
   /// Every backend keeps its queues in one array: the compute queues, then the copy queue to
   /// the device, then the copy queue to the host. The position of `queue` in it.
@@ -253,15 +274,15 @@ class device {
   /// Waits for the events of `after` that belong to other devices; returns those of this one.
   [[nodiscard]] std::vector<device_event> native_events(std::span<const device_event> after) const;
 
-  device_info info_;
+  device_info info_;  ///< what info() returns
 };
 
 /// Every device the built backends find on this machine, host first. `options` may limit which
 /// backends are used ("host,opencl,cuda"; empty: all built ones) and cap each device's memory
 /// (0: none).
 struct device_discovery_options {
-  std::string backends;
-  std::size_t memory_limit = 0;
+  std::string backends;               ///< "host,opencl,cuda" or a subset (empty: all built)
+  std::size_t memory_limit = 0;       ///< per device, bytes (0: the device's memory)
   unsigned host_threads = 0;          ///< host backend worker threads; 0: hardware threads
   bool host_separate_memory = false;  ///< host backend copies data like a discrete device
   unsigned compute_queues = 2;        ///< per device

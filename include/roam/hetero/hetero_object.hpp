@@ -53,13 +53,17 @@ template <class T>
 class host_view {
  public:
   host_view() = default;
+  /// A view of the `size` elements at `data`.
   host_view(T* data, std::size_t size) : data_(data), size_(size) {}
+  /// Container-like access to the viewed elements (no bounds checks).
+  ///@{
   [[nodiscard]] T* data() const noexcept { return data_; }
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   [[nodiscard]] T& operator[](std::size_t i) const noexcept { return data_[i]; }
   [[nodiscard]] T* begin() const noexcept { return data_; }
   [[nodiscard]] T* end() const noexcept { return data_ + size_; }
   [[nodiscard]] std::span<T> span() const noexcept { return {data_, size_}; }
+  ///@}
 
  private:
   T* data_ = nullptr;
@@ -85,6 +89,8 @@ coherence copy_state(const hetero_object_state& object, int device) noexcept;
 coherence host_state(const hetero_object_state& object) noexcept;
 }  // namespace detail
 
+/// An array of T that may live on the host and on several devices at once, kept coherent by the
+/// MSI protocol (thesis §5.1.2). A handle: its copies name the same data.
 template <class T>
 class hetero_object {
   static_assert(std::is_trivially_copyable_v<T>,
@@ -95,9 +101,12 @@ class hetero_object {
   /// An empty handle (no data).
   hetero_object() = default;
   /// Another handle to the same data.
+  ///@{
   hetero_object(const hetero_object&) = default;
   hetero_object& operator=(const hetero_object&) = default;
+  ///@}
   /// Takes the handle over; `other` is left empty (no data, size 0).
+  ///@{
   hetero_object(hetero_object&& other) noexcept
       : state_(std::move(other.state_)), count_(std::exchange(other.count_, 0)) {}
   hetero_object& operator=(hetero_object&& other) noexcept {
@@ -105,14 +114,17 @@ class hetero_object {
     count_ = std::exchange(other.count_, 0);
     return *this;
   }
+  ///@}
   ~hetero_object() = default;
   /// `count` elements, value-initialized, valid on the host. Needs a live hetero_runtime.
   explicit hetero_object(std::size_t count) : hetero_object(count, T{}) {}
+  /// `count` copies of `value`, valid on the host. Needs a live hetero_runtime.
   hetero_object(std::size_t count, const T& value)
       : state_(detail::make_hetero_object(count * sizeof(T))), count_(count) {
     auto* data = static_cast<T*>(detail::host_data(*state_));
     for (std::size_t i = 0; i < count; ++i) data[i] = value;
   }
+  /// A copy of `values`, valid on the host. Needs a live hetero_runtime.
   explicit hetero_object(std::span<const T> values)
       : state_(detail::make_hetero_object(values.size() * sizeof(T))), count_(values.size()) {
     if (!values.empty())
@@ -132,8 +144,11 @@ class hetero_object {
     return object;
   }
 
+  /// The number of elements (0 for an empty handle).
   [[nodiscard]] std::size_t size() const noexcept { return count_; }
+  /// The size of the data in bytes: size() * sizeof(T).
   [[nodiscard]] std::size_t bytes() const noexcept { return count_ * sizeof(T); }
+  /// False for an empty handle (default-constructed or moved from).
   explicit operator bool() const noexcept { return state_ != nullptr; }
 
   /// Asks for host access. The request is ordered with tasks like a task of that access
@@ -238,6 +253,7 @@ class hetero_object {
   [[nodiscard]] coherence state_on(int device) const noexcept {
     return state_ ? detail::copy_state(*state_, device) : coherence::invalid;
   }
+  /// The MSI state of the host's copy: a snapshot, as for state_on(). An empty handle: Invalid.
   [[nodiscard]] coherence state_on_host() const noexcept {
     return state_ ? detail::host_state(*state_) : coherence::invalid;
   }
@@ -274,6 +290,8 @@ template <class T>
 
 }  // namespace roam
 
+/// @cond
 /// A host_view refers to the object's memory: a borrowed range (taking it over owns nothing).
 template <class T>
 inline constexpr bool std::ranges::enable_borrowed_range<roam::host_view<T>> = true;
+/// @endcond

@@ -25,12 +25,13 @@ namespace detail {
 class hetero_engine;
 }
 
+/// How a hetero_runtime is set up; from_environment() gives the configured values.
 struct hetero_options {
   std::string backends;               ///< "host,opencl,cuda" (empty: all built)
   std::size_t memory_limit = 0;       ///< per device, bytes (0: the device's memory)
   unsigned host_threads = 0;          ///< 0: hardware threads
   bool host_separate_memory = false;  ///< host backend behaves as a device with memory of its own
-  unsigned compute_queues = 2;
+  unsigned compute_queues = 2;        ///< per device
   bool implicit_dependencies = true;  ///< infer dependencies from access modes
   /// The engine's work (dependencies, placement, issuing transfers and kernels, completions)
   /// runs on the thread that submits a task or observes a completion, when no other thread is
@@ -49,16 +50,19 @@ struct hetero_options {
 
 /// Counters since the runtime started (for tests, tuning and the benchmarks).
 struct hetero_statistics {
-  std::uint64_t tasks_completed = 0;  ///< tasks, host requests and range copies that ended
-  std::uint64_t copies_to_device = 0;
-  std::uint64_t copies_to_host = 0;
-  std::uint64_t bytes_to_device = 0;
-  std::uint64_t bytes_to_host = 0;
+  std::uint64_t tasks_completed = 0;   ///< tasks, host requests and range copies that ended
+  std::uint64_t copies_to_device = 0;  ///< the protocol's whole-object copies to a device
+  std::uint64_t copies_to_host = 0;    ///< whole-object copies to the host, write-backs included
+  std::uint64_t bytes_to_device = 0;   ///< the bytes of copies_to_device
+  std::uint64_t bytes_to_host = 0;     ///< the bytes of copies_to_host
+  /// Device copies freed: to make room, least recently used first, or by remove_from_devices().
   std::uint64_t evictions = 0;
   /// Transfers made by hetero_object::read_range and write_range (to or from a device), and
   /// their bytes; counted apart from the protocol's whole-object copies above.
+  ///@{
   std::uint64_t range_transfers = 0;
   std::uint64_t range_bytes = 0;
+  ///@}
   /// Range copies whose bytes went through the framework's staging memory: a write_range source
   /// copied (a span, or a source the devices cannot copy from directly), a read landing there
   /// before the destination (a CUDA read into pageable memory).
@@ -68,8 +72,12 @@ struct hetero_statistics {
   std::uint64_t tasks_failed = 0;
 };
 
+/// The heterogeneous framework's context: its devices, engine thread, memory pools and
+/// scheduler. At most one is alive in a process at a time.
 class hetero_runtime {
  public:
+  /// Finds the devices `options` selects and starts the engine; it becomes current(). Throws
+  /// device_error when another hetero_runtime is alive.
   explicit hetero_runtime(const hetero_options& options = hetero_options::from_environment());
   /// Waits for every submitted task, then stops the engine. Host requests still held are ended
   /// (as if released) rather than waited for. Objects may outlive the runtime; they free their
@@ -81,6 +89,8 @@ class hetero_runtime {
   /// The runtime objects and tasks use; throws if none is alive.
   [[nodiscard]] static hetero_runtime& current();
 
+  /// The devices in use, in discover_devices() order; device_info::index is the position here.
+  /// Fixed for the runtime's lifetime.
   [[nodiscard]] std::span<device* const> devices() const noexcept;
   /// Blocks until no task is pending: those submitted so far (by any thread), and any submitted
   /// meanwhile. Then, if a kernel task failed since the previous wait_all() and no wait() on it
@@ -90,6 +100,7 @@ class hetero_runtime {
   /// Threading: any thread; a thread that holds a host request (request() without release())
   /// must release it first, or its own request keeps wait_all() waiting.
   void wait_all();
+  /// A snapshot of the counters, all taken at one moment (so they agree with one another).
   [[nodiscard]] hetero_statistics statistics() const;
 
  private:

@@ -42,6 +42,8 @@ bool task_done(const hetero_task_state& task) noexcept;
 int task_device(const hetero_task_state& task) noexcept;
 }  // namespace detail
 
+/// A kernel launch on hetero objects, which the runtime places on a device once its dependencies
+/// are met (thesis §5.1).
 class hetero_task {
  public:
   /// A task of kernel `k` over `dims`; each argument is roam::in/out/inout(object) or a scalar
@@ -59,6 +61,7 @@ class hetero_task {
     return *this;
   }
   /// Which devices may run the task (default: any). By type, by backend, or one device.
+  ///@{
   hetero_task& on(device_type type) {
     detail::set_target(*state_, type, std::nullopt, -1);
     return *this;
@@ -71,6 +74,7 @@ class hetero_task {
     detail::set_target(*state_, device_type::any, std::nullopt, index);
     return *this;
   }
+  ///@}
   /// Opts this task out of (or back into) the dependencies inferred from access modes.
   hetero_task& implicit_dependencies(bool enabled) {
     detail::set_implicit_dependencies(*state_, enabled);
@@ -93,6 +97,7 @@ class hetero_task {
   /// Blocks the calling thread until the task finished; rethrows its failure (a kernel that
   /// threw on the host backend, a failed transfer, an object too large for every device...).
   void wait() const { detail::wait_task(*state_); }
+  /// True once the task finished (successfully or not); never blocks.
   [[nodiscard]] bool done() const noexcept { return detail::task_done(*state_); }
   /// The device the task was placed on, or -1 before it is placed.
   [[nodiscard]] int device() const noexcept { return detail::task_device(*state_); }

@@ -48,10 +48,10 @@ namespace roam {
 
 /// Where a host-backend work-item is: filled by the host backend for each group and item.
 struct kernel_ids {
-  std::array<std::uint32_t, 3> local_id{};
-  std::array<std::uint32_t, 3> local_size{1, 1, 1};
-  std::array<std::uint32_t, 3> group_id{};
-  std::array<std::uint32_t, 3> num_groups{1, 1, 1};
+  std::array<std::uint32_t, 3> local_id{};           ///< the work-item within its group
+  std::array<std::uint32_t, 3> local_size{1, 1, 1};  ///< work-items per group
+  std::array<std::uint32_t, 3> group_id{};           ///< the work-group within the launch
+  std::array<std::uint32_t, 3> num_groups{1, 1, 1};  ///< work-groups in the launch
 };
 
 /// The host form of a kernel: runs one work-group (all of its items).
@@ -60,9 +60,10 @@ using host_kernel_function = void (*)(void* const* arguments, kernel_ids* ids, c
 /// One parameter of a kernel, as launches check their arguments against it: a pointer to device
 /// memory (with the size of what it points to; 0 for void), or a scalar of `bytes` bytes.
 struct kernel_parameter {
+  /// A pointer to device memory, an integer scalar or a floating-point scalar.
   enum class kind : std::uint8_t { pointer, integer, floating };
-  kind what = kind::pointer;
-  std::uint32_t bytes = 0;  ///< the scalar's size, or the size of a pointer's elements
+  kind what = kind::pointer;  ///< which kind of parameter
+  std::uint32_t bytes = 0;    ///< the scalar's size, or the size of a pointer's elements
 };
 
 /// One kernel in all its backend forms. Any form may be null when a kernel is given per backend;
@@ -71,21 +72,25 @@ struct kernel_parameter {
 /// not change while it exists (the macros make both static; the OpenCL backend caches the
 /// program by the kernel's address and the addresses of its texts).
 struct kernel {
-  const char* name = nullptr;
-  host_kernel_function host = nullptr;
+  const char* name = nullptr;           ///< in error messages; the OpenCL function's name
+  host_kernel_function host = nullptr;  ///< the host backend's form
   /// OpenCL: either the parameter list "(...)" and the body "{...}" (what the macros produce) or,
   /// with `opencl_parameters` null, a complete OpenCL C source whose `__kernel` function is named
   /// `name`; a hand-written source has no hidden local-memory parameter.
+  ///@{
   const char* opencl_parameters = nullptr;
   const char* opencl_body = nullptr;
+  ///@}
   /// The `__global__` function (a `const void*` as cudaLaunchKernel takes it).
   const void* cuda_function = nullptr;
   /// The parameters, which every launch checks its arguments against (count, pointer or scalar,
   /// sizes), so that a mismatch is an error naming the argument instead of undefined behaviour
   /// on one backend and an error code on another. The macros fill them; a kernel filled by hand
   /// may leave them null, and its arguments are then not checked.
+  ///@{
   const kernel_parameter* parameters = nullptr;
   std::size_t parameter_count = 0;
+  ///@}
 };
 
 namespace kernel_dialect {

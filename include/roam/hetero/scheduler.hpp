@@ -27,8 +27,8 @@ class hetero_scheduler_context {
 
 /// Where a popped task runs.
 struct hetero_placement {
-  std::uint64_t task = 0;
-  int device = 0;
+  std::uint64_t task = 0;  ///< the task, as pushed
+  int device = 0;          ///< where it runs: an index into hetero_runtime::devices()
 };
 
 /// The scheduler interface. Calls come one at a time, under the engine's lock, from whichever
@@ -40,7 +40,9 @@ struct hetero_placement {
 class hetero_scheduler {
  public:
   virtual ~hetero_scheduler() = default;
+  /// Hands over `task` (the runtime's id for it), whose dependencies are now met.
   virtual void push(std::uint64_t task, const hetero_scheduler_context& context) = 0;
+  /// The next task to issue and its device, or nothing when no task should be issued now.
   [[nodiscard]] virtual std::optional<hetero_placement> pop(
       const hetero_scheduler_context& context) = 0;
 };

@@ -70,6 +70,7 @@ class global_hetero_ptr {
   [[nodiscard]] node_id where() const noexcept { return owner_; }
   /// The object's element count.
   [[nodiscard]] std::size_t size() const noexcept { return static_cast<std::size_t>(count_); }
+  /// False for a default-constructed pointer, which names no object.
   explicit operator bool() const noexcept { return id_ != 0; }
 
   /// Its wire form (it also travels inside containers and other objects).

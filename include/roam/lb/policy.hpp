@@ -52,12 +52,16 @@ using object_info = roam::object_load;
 class runnable {
  public:
   runnable() = default;
+  /// The handler carried by message `m`, for object `target` (made by the runtime).
   explicit runnable(detail::message_ptr m, object_id target) noexcept
       : message_(std::move(m)), target_(target) {}
+  /// False for an empty runnable (default-constructed, moved from or released).
   explicit operator bool() const noexcept { return static_cast<bool>(message_); }
+  /// The object the handler runs on.
   const object_id& object() const noexcept { return target_; }
   /// The cost its sender gave it (roam::send_cost; 1 by default).
   double cost() const noexcept;
+  /// Takes the handler's message out, leaving this runnable empty (used by the runtime).
   detail::message_ptr release() noexcept { return std::move(message_); }
 
  private:
@@ -65,6 +69,8 @@ class runnable {
   object_id target_;
 };
 
+/// A node's load-balancing policy: the runtime calls balance(), notify(), push() and pop() as
+/// described at the top of this file; policies synchronize their own state.
 class policy {
  public:
   virtual ~policy() = default;

@@ -24,8 +24,9 @@ namespace roam {
 
 /// Where to create an object: `roam::make_mobile<T>(roam::node(3), args...)`.
 struct placement {
-  node_id where;
+  node_id where;  ///< the node the object is created on
 };
+/// The placement "on node `where`".
 inline placement node(node_id where) noexcept { return {where}; }
 
 namespace detail {

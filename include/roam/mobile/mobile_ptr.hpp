@@ -47,6 +47,7 @@ namespace roam {
 /// belongs to the thread.
 class send_cost {
  public:
+  /// Sets the calling thread's send cost to `cost` until the scope ends.
   explicit send_cost(double cost) noexcept
       : previous_(std::exchange(detail::current_send_cost(), static_cast<float>(cost))) {}
   ~send_cost() { detail::current_send_cost() = previous_; }
@@ -57,14 +58,17 @@ class send_cost {
   float previous_;
 };
 
+/// A global reference to a mobile object of type `T`, valid from any node wherever the object
+/// is now; a trivially copyable value (see the top of this file for the messages' guarantees).
 template <class T>
 class mobile_ptr {
  public:
-  using element_type = T;
+  using element_type = T;  ///< The object's type.
 
   /// The null pointer.
   mobile_ptr() = default;
 
+  /// False for the null pointer.
   explicit operator bool() const noexcept { return id_.index != 0; }
   /// The node that created the object (it can always find it).
   node_id home() const noexcept { return id_.home; }
@@ -72,6 +76,7 @@ class mobile_ptr {
   /// roam::run; a mobile_ptr is meaningless in another run).
   std::uint64_t index() const noexcept { return id_.index; }
 
+  /// True when both name the same object (or both are null).
   friend bool operator==(const mobile_ptr& a, const mobile_ptr& b) noexcept {
     return a.id_ == b.id_;
   }
@@ -104,8 +109,8 @@ class mobile_ptr {
     detail::send_to_object<kind>(checked_id("send"), &function, std::forward<Args>(args)...);
   }
 
-  /// Runs `object.*Method(args...)` where the object is; the future holds its result, or
-  /// the exception it threw (roam::remote_error), or roam::object_error.
+  /// Runs `std::invoke(Method, object, args...)` where the object is; the future holds its
+  /// result, or the exception it threw (roam::remote_error), or roam::object_error.
   template <auto Method, access Access = detail::method_access<Method>(), class... Args>
   requires std::is_member_function_pointer_v<decltype(Method)>
   auto call(Args&&... args) const {
@@ -155,8 +160,10 @@ class mobile_ptr {
 
 }  // namespace roam
 
+/// Hashes a mobile_ptr by its object's identity, for unordered containers.
 template <class T>
 struct std::hash<roam::mobile_ptr<T>> {
+  /// The hash of `p`'s home node and index.
   std::size_t operator()(const roam::mobile_ptr<T>& p) const noexcept {
     return std::hash<std::uint64_t>{}(p.index() * 0x9E3779B97F4A7C15ull ^ p.home());
   }

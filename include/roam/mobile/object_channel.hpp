@@ -70,10 +70,11 @@ struct object_channel_handler {
 template <auto Method, access Access>
 class object_channel_of {
  public:
+  /// A channel whose messages keep `order` (see the top of this file).
   explicit object_channel_of(channel_order order) noexcept
       : order_(static_cast<detail::lane_order>(order)) {}
 
-  /// Queues `object.*Method(args...)` for the object `target` names, in the calling
+  /// Queues `std::invoke(Method, object, args...)` for the object `target` names, in the calling
   /// thread's buffer for the node where the directory last saw it. Throws
   /// roam::usage_error for a null pointer or when the calling thread belongs to no node.
   template <class T, class... Args>
@@ -100,6 +101,7 @@ class object_channel_of {
     if (!buffered) detail::post(n, std::move(m));
   }
 
+  /// The order this channel's messages keep.
   channel_order order() const noexcept { return static_cast<channel_order>(order_); }
 
  private:

@@ -17,9 +17,10 @@ enum class access : std::uint8_t { exclusive = 0, shared = 1 };
 /// 0 means null), and the type it was created with (the registry id of the type's
 /// install handler, the same on every rank).
 struct object_id {
-  std::uint32_t home = 0;
-  std::uint32_t type = 0;
-  std::uint64_t index = 0;
+  std::uint32_t home = 0;   ///< the node that created it
+  std::uint32_t type = 0;   ///< the registry id of its type (the same on every rank)
+  std::uint64_t index = 0;  ///< its number on its home node, from 1 (0: the null object)
+  /// The same object.
   friend bool operator==(const object_id& a, const object_id& b) noexcept {
     return a.home == b.home && a.index == b.index && a.type == b.type;
   }
@@ -34,7 +35,7 @@ static_assert(sizeof(object_id) == 16);  // it travels in every object message's
 /// What a node knows of the load of one of its resident objects (a snapshot): what the
 /// load-balancing policies read (roam::lb::object_info).
 struct object_load {
-  object_id id;
+  object_id id;                     ///< the object
   double pending_cost = 0;          ///< costs of its messages that arrived and did not finish
   std::uint32_t pending_count = 0;  ///< those messages (running ones included)
   std::uint32_t running = 0;        ///< of which running now

@@ -107,12 +107,15 @@ std::shared_ptr<shared_state<T>> release_state(future<T>&& f);
 template <class T>
 class future {
  public:
-  using value_type = T;
+  using value_type = T;  ///< The type of the value get() returns.
   future() = default;
+  /// Move-only: moving transfers the shared state and leaves the source invalid.
+  ///@{
   future(future&&) noexcept = default;
   future& operator=(future&&) noexcept = default;
   future(const future&) = delete;
   future& operator=(const future&) = delete;
+  ///@}
 
   /// True once a value or an exception is available. Never blocks.
   bool ready() const noexcept { return state_ && state_->ready(); }
@@ -194,6 +197,9 @@ template <class T>
 class promise {
  public:
   promise() : state_(std::make_shared<detail::shared_state<T>>()) {}
+  /// Move-only: moving transfers the state and leaves the source empty; a promise assigned
+  /// to first breaks its own future if it was not fulfilled.
+  ///@{
   promise(promise&& other) noexcept
       : state_(std::move(other.state_)), retrieved_(std::exchange(other.retrieved_, false)) {}
   promise& operator=(promise&& other) noexcept {
@@ -206,6 +212,7 @@ class promise {
   }
   promise(const promise&) = delete;
   promise& operator=(const promise&) = delete;
+  ///@}
   /// A promise destroyed without a value breaks its future: get() throws
   /// roam::broken_promise instead of waiting forever.
   ~promise() { abandon(); }
@@ -218,6 +225,9 @@ class promise {
   }
   // Each setter holds the state while it runs: once the value is visible, the waiting side may
   // destroy this promise (and its future) before the setter has finished waking waiters.
+  /// Fulfils the promise with a value (none when `T` is void) or with an exception that the
+  /// future's get() rethrows; a second call throws roam::usage_error.
+  ///@{
   template <class U = T>
   requires(!std::is_void_v<U>) void set_value(U value) {
     const auto state = state_;
@@ -231,6 +241,7 @@ class promise {
     const auto state = state_;
     state->set_exception(std::move(e));
   }
+  ///@}
 
  private:
   void abandon() noexcept {
@@ -319,12 +330,13 @@ auto when_all(std::vector<future<T>> futures) {
 /// Which future of when_any() became ready first, and its value.
 template <class T>
 struct when_any_result {
-  std::size_t index;
-  T value;
+  std::size_t index;  ///< The position of that future in when_any()'s argument.
+  T value;            ///< Its value.
 };
+/// Which future of when_any() became ready first, for futures without a value.
 template <>
 struct when_any_result<void> {
-  std::size_t index;
+  std::size_t index;  ///< The position of that future in when_any()'s argument.
 };
 
 /// A future of the first of `futures` to become ready (its index and value, or its

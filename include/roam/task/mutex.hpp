@@ -19,6 +19,8 @@ namespace detail {
 struct fiber;
 }
 
+/// A mutex for the handlers and tasks of one node that suspends a waiting task instead of
+/// blocking its worker, and hands ownership to waiters in FIFO order (see the file comment).
 class mutex {
  public:
   mutex() = default;
@@ -42,6 +44,8 @@ class mutex {
   detail::fiber* tail_ = nullptr;
 };
 
+/// A condition variable over a roam::mutex that suspends waiting tasks instead of blocking
+/// their workers.
 class condition_variable {
  public:
   condition_variable() = default;
@@ -52,6 +56,7 @@ class condition_variable {
   /// sent after the call began is lost. Spurious wake-ups do not happen, but use the
   /// predicate form: another task may change the state before this one re-acquires.
   void wait(std::unique_lock<roam::mutex>& lock);
+  /// Calls wait(lock) until `ready()` returns true (not at all if it already does).
   template <class Predicate>
   void wait(std::unique_lock<roam::mutex>& lock, Predicate ready) {
     while (!ready()) wait(lock);

@@ -88,7 +88,7 @@ struct tasklet_impl final : tasklet_of<R> {
 /// than the setting runs on a fiber of its own (never inline on its joiner's stack),
 /// created for it and freed after it.
 struct stack_size {
-  std::size_t bytes = 0;
+  std::size_t bytes = 0;  ///< The requested stack size, in bytes.
 };
 
 /// The handle of a spawned tasklet; move-only. join() exactly once (the destructor joins a
@@ -97,6 +97,9 @@ template <class R>
 class task {
  public:
   task() = default;
+  /// Move-only: moving transfers the tasklet and leaves the source empty; a task assigned to
+  /// first joins the tasklet it held.
+  ///@{
   task(task&& other) noexcept : t_(std::exchange(other.t_, nullptr)) {}
   task& operator=(task&& other) noexcept {
     if (this != &other) {
@@ -107,6 +110,7 @@ class task {
   }
   task(const task&) = delete;
   task& operator=(const task&) = delete;
+  ///@}
   ~task() { finish_quietly(); }
 
   /// True once the tasklet has finished. Never waits.
