@@ -199,8 +199,42 @@ std::thread start_service_thread(node_runtime& n, const char* role, std::functio
   });
 }
 
-void note_deferred(node_runtime& n) noexcept { n.sent.fetch_add(1); }
 void note_handled(node_runtime& n) noexcept { n.handled.fetch_add(1); }
+
+// ---- set_aside_message --------------------------------------------------------------------
+
+set_aside_message set_aside_message::set_aside(node_runtime& n, message_ptr m) noexcept {
+  n.sent.fetch_add(1);
+  return set_aside_message(std::move(m));
+}
+
+set_aside_message set_aside_message::adopt(message_ptr m) noexcept {
+  return set_aside_message(std::move(m));
+}
+
+set_aside_message& set_aside_message::operator=(set_aside_message&& other) noexcept {
+  if (m_) lost();
+  m_ = std::move(other.m_);
+  return *this;
+}
+
+set_aside_message::~set_aside_message() {
+  if (m_) lost();
+}
+
+void set_aside_message::lost() noexcept {
+  fatal("internal error: a set-aside message was dropped without running or being counted "
+        "as handled (quiescence detection would never see it finish)");
+}
+
+void set_aside_message::run_later(node_runtime& n) && noexcept {
+  detail::run_later(n, std::move(m_));
+}
+
+message_ptr set_aside_message::handled(node_runtime& n) && noexcept {
+  n.handled.fetch_add(1);
+  return std::move(m_);
+}
 
 const config& settings_of(const node_runtime& n) noexcept {
   return const_cast<node_runtime&>(n).process().settings();

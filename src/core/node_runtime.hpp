@@ -89,6 +89,11 @@ class node_runtime {
 /// when it was opened): delivers it locally or hands it to the transport.
 void post_counted(node_runtime& from, message_ptr m) noexcept;
 
+/// Queues a message that was already admitted (its pending count taken) to run through its
+/// handler on a worker of `n`, without its admit function. The layers above reach it only
+/// through set_aside_message::run_later.
+void run_later(node_runtime& n, message_ptr m) noexcept;
+
 /// Makes the calling thread belong to `n` (or to no node with nullptr).
 void bind_thread_to_node(node_runtime* n) noexcept;
 

@@ -53,13 +53,13 @@ struct object_state {
   bool exclusive_running = false;
   std::uint32_t shared_running = 0;
   /// Admitted (in order) messages waiting for access, first come first served.
-  std::deque<message_ptr> ready;
+  std::deque<set_aside_message> ready;
   /// Next sequence number expected from each origin node (sorted by node).
   std::vector<std::pair<node_id, std::uint64_t>> expected;
   /// Messages that arrived before a predecessor from the same origin.
-  std::map<std::pair<node_id, std::uint64_t>, message_ptr> early;
+  std::map<std::pair<node_id, std::uint64_t>, set_aside_message> early;
   /// Messages routed here for an installation this node has not seen yet.
-  std::vector<message_ptr> awaiting_install;
+  std::vector<set_aside_message> awaiting_install;
 
   // Load: the messages that arrived for the object here and have not finished (waiting in
   // any queue, or running), with the sum of their costs; a moving average of run times.

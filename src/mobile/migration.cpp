@@ -89,13 +89,13 @@ void ship(node_runtime& n, object_entry& e, node_id dest, const message_header* 
       object_message_header ch = read_object_header(**carried);
       ch.stage = stage_admitted;
       write_object_header(**carried, ch);
-      write_message(w, **carried);
-      carried->reset();
-      note_deferred(n);  // it runs again on the destination
+      // Set aside to run again on the destination; its count travels with it.
+      const message_ptr moving = set_aside_message::set_aside(n, std::move(*carried)).transfer();
+      write_message(w, *moving);
     }
-    for (message_ptr& m : s.ready) write_message(w, *m);
+    for (set_aside_message& m : s.ready) write_message(w, *std::move(m).transfer());
     ih.early_count = static_cast<std::uint32_t>(s.early.size());
-    for (auto& [key, m] : s.early) write_message(w, *m);
+    for (auto& [key, m] : s.early) write_message(w, *std::move(m).transfer());
     s.state = residence::absent;
     moved_out = std::move(s.object);
     s.ready.clear();
@@ -117,15 +117,15 @@ namespace {
 
 void destroy_here(node_runtime& n, object_entry& e) {
   std::unique_ptr<object_box> dead;
-  message_list orphans;
+  set_aside_list orphans;
   {
     std::lock_guard guard(e.lock);
     object_state& s = e.state();
     s.state = residence::destroyed;
     dead = std::move(s.object);
-    for (message_ptr& m : s.ready) orphans.push_back(std::move(m));
+    for (set_aside_message& m : s.ready) orphans.push_back(std::move(m));
     for (auto& [key, m] : s.early) orphans.push_back(std::move(m));
-    for (message_ptr& m : s.awaiting_install) orphans.push_back(std::move(m));
+    for (set_aside_message& m : s.awaiting_install) orphans.push_back(std::move(m));
     s.ready.clear();
     s.early.clear();
     s.awaiting_install.clear();
@@ -206,7 +206,7 @@ void run_operation(node_runtime& n, object_entry& e, message_ptr& m,
 
 void install_object(node_runtime& n, installation inst) {
   object_entry& e = directory_of(n).find_or_insert(inst.id);
-  message_list later, granted;
+  set_aside_list later, granted;
   {
     std::lock_guard guard(e.lock);
     object_state& s = e.state();
@@ -220,18 +220,19 @@ void install_object(node_runtime& n, installation inst) {
     s.expected = std::move(inst.expected);
     s.pending_cost = 0;
     s.pending_count = 0;
-    for (message_ptr& m : inst.ready) {
+    for (set_aside_message& m : inst.ready) {
       s.pending_cost += read_object_header(*m).cost;
       ++s.pending_count;
       s.ready.push_back(std::move(m));
     }
-    for (message_ptr& m : inst.early) {
+    for (set_aside_message& m : inst.early) {
       object_message_header oh = read_object_header(*m);
       s.pending_cost += oh.cost;
       ++s.pending_count;
-      if (!s.early.try_emplace(std::pair{oh.origin, oh.seq}, std::move(m)).second)
+      if (s.early.count(std::pair{oh.origin, oh.seq}))
         throw deserialization_error("two messages packed with " + describe_object(inst.id) +
                                     " have the same sequence number");
+      s.early.emplace(std::pair{oh.origin, oh.seq}, std::move(m));
     }
     e.learn_route({inst.version, id_of(n)});
     directory_of(n).add_resident(e);
@@ -239,7 +240,7 @@ void install_object(node_runtime& n, installation inst) {
     // the gates again.
     auto waiting = std::partition(
         s.awaiting_install.begin(), s.awaiting_install.end(),
-        [&](const message_ptr& m) { return read_object_header(*m).version > inst.version; });
+        [&](const set_aside_message& m) { return read_object_header(*m).version > inst.version; });
     for (auto it = waiting; it != s.awaiting_install.end(); ++it) later.push_back(std::move(*it));
     s.awaiting_install.erase(waiting, s.awaiting_install.end());
     dispatch_ready(s, granted);
@@ -268,8 +269,11 @@ void receive_migrated_object(node_runtime& n, message_ptr& m, object_unpack_func
     r.read(&next.second, sizeof next.second);
     inst.expected.push_back(next);
   }
-  for (std::uint32_t i = 0; i < ih.ready_count; ++i) inst.ready.push_back(read_message(r));
-  for (std::uint32_t i = 0; i < ih.early_count; ++i) inst.early.push_back(read_message(r));
+  // Their pending counts came with them (set_aside_message::transfer on the old node).
+  for (std::uint32_t i = 0; i < ih.ready_count; ++i)
+    inst.ready.push_back(set_aside_message::adopt(read_message(r)));
+  for (std::uint32_t i = 0; i < ih.early_count; ++i)
+    inst.early.push_back(set_aside_message::adopt(read_message(r)));
   r.expect_end();
   install_object(n, std::move(inst));
   if (ih.reply_to) {

@@ -20,7 +20,8 @@ enum object_message_stage : std::uint8_t {
   stage_granted = 2,   ///< its access is held for it: run it
 };
 
-using message_list = std::vector<message_ptr>;
+/// Messages set aside on this node (each leaves through one exit of set_aside_message).
+using set_aside_list = std::vector<set_aside_message>;
 
 /// What a fiber running an object handler notes (exchange_fiber_note): the object it holds
 /// and how.
@@ -36,16 +37,16 @@ void write_object_header(message& m, const object_message_header& oh) noexcept;
 
 /// Grants access to the head of the object's queue while it is compatible; the granted
 /// messages go to `granted` (to be run with run_all_later once the lock is released).
-void dispatch_ready(object_state& s, message_list& granted);
-void run_all_later(node_runtime& n, message_list& messages) noexcept;
+void dispatch_ready(object_state& s, set_aside_list& granted);
+void run_all_later(node_runtime& n, set_aside_list& messages) noexcept;
 
 /// Releases the access a finished handler held, and starts what it let through.
 /// `counted`: the handler was counted in the object's load on arrival (cost, run time).
 void release_access(node_runtime& n, object_entry& e, std::uint8_t mode, bool counted = false,
                     double cost = 0, double run_us = -1);
 /// Starts granted messages: through the load balancer's push hook, or the node's queues.
-void start_granted(node_runtime& n, message_list& granted) noexcept;
-void start_granted(node_runtime& n, message_ptr& m) noexcept;
+void start_granted(node_runtime& n, set_aside_list& granted) noexcept;
+void start_granted(node_runtime& n, set_aside_message m) noexcept;
 /// Tells the load balancer that an object's load changed.
 void notify_load(node_runtime& n, const object_id& id) noexcept;
 
@@ -75,8 +76,8 @@ struct installation {
   std::uint32_t version = 0;
   std::unique_ptr<object_box> object;
   std::vector<std::pair<node_id, std::uint64_t>> expected;
-  message_list ready;  ///< admitted messages, in queue order
-  message_list early;  ///< messages ahead of their turn
+  set_aside_list ready;  ///< admitted messages, in queue order
+  set_aside_list early;  ///< messages ahead of their turn
 };
 void install_object(node_runtime& n, installation inst);
 

@@ -11,8 +11,9 @@
 //    arrives before its predecessor waits in `early` until they have been admitted.
 // 3. Access. Admitted messages queue in arrival order; the head runs when its access
 //    (exclusive or shared) is compatible with the handlers running.
-// Every message set aside at a gate is counted as pending (note_deferred) and later runs
-// again through its handler (run_later), so quiescence detection sees it.
+// Every message set aside at a gate is a set_aside_message: counted as pending until it runs
+// again through its handler (run_later) or is dealt with otherwise, so quiescence detection
+// sees it.
 #include "mobile_node.hpp"
 
 #include <roam/core/detail/function_symbol.hpp>
@@ -82,9 +83,9 @@ void write_object_header(message& m, const object_message_header& oh) noexcept {
   std::memcpy(m.payload(), &oh, sizeof oh);
 }
 
-void dispatch_ready(object_state& s, message_list& granted) {
+void dispatch_ready(object_state& s, set_aside_list& granted) {
   while (!s.ready.empty() && !s.migration_pending) {
-    message_ptr& front = s.ready.front();
+    set_aside_message& front = s.ready.front();
     object_message_header fh = read_object_header(*front);
     if (!can_grant(s, fh.access)) break;
     grant(s, fh.access);
@@ -95,8 +96,8 @@ void dispatch_ready(object_state& s, message_list& granted) {
   }
 }
 
-void run_all_later(node_runtime& n, message_list& messages) noexcept {
-  for (message_ptr& m : messages) run_later(n, std::move(m));
+void run_all_later(node_runtime& n, set_aside_list& messages) noexcept {
+  for (set_aside_message& m : messages) std::move(m).run_later(n);
   messages.clear();
 }
 
@@ -134,22 +135,22 @@ void fail_object_message(node_runtime& n, message_ptr& m, const object_message_h
                       [&] { throw object_error("" + what); });
 }
 
-void start_granted(node_runtime& n, message_ptr& m) noexcept {
+void start_granted(node_runtime& n, set_aside_message m) noexcept {
   object_hooks* hooks = directory_of(n).hooks.load(std::memory_order_acquire);
   if (hooks && hooks->push) {
     const object_id id = read_object_header(*m).target;
-    hooks->push(hooks->context, std::move(m), id);
+    hooks->push(hooks->context, std::move(m).to_scheduler(), id);
     return;
   }
-  run_later(n, std::move(m));
+  std::move(m).run_later(n);
 }
 
-void start_granted(node_runtime& n, message_list& granted) noexcept {
+void start_granted(node_runtime& n, set_aside_list& granted) noexcept {
   object_hooks* hooks = directory_of(n).hooks.load(std::memory_order_acquire);
   if (hooks && hooks->push) {
-    for (message_ptr& m : granted) {
+    for (set_aside_message& m : granted) {
       const object_id id = read_object_header(*m).target;
-      hooks->push(hooks->context, std::move(m), id);
+      hooks->push(hooks->context, std::move(m).to_scheduler(), id);
     }
     granted.clear();
     return;
@@ -168,7 +169,7 @@ void set_object_hooks(node_runtime& n, object_hooks* hooks) noexcept {
 
 void release_access(node_runtime& n, object_entry& e, std::uint8_t mode, bool counted, double cost,
                     double run_us) {
-  message_list granted;
+  set_aside_list granted;
   bool migrate_now = false;
   node_id target = 0;
   {
@@ -289,8 +290,11 @@ void forward(node_runtime& n, message_ptr m, object_message_header oh, route r) 
 
 /// A balancer's migration waits for this granted handler, which has not started: it gives
 /// its grant back and waits in front of the object's queue (moving with it). Returns false
-/// if the migration is no longer pending (the handler runs).
-bool revoked(node_runtime& n, object_entry& e, message_ptr& m, object_message_header oh) {
+/// if the migration is no longer pending (the handler runs). `from_policy`: the message
+/// comes back from a scheduling policy, its pending count with it (else it is the running
+/// turn, which is set aside).
+bool revoked(node_runtime& n, object_entry& e, message_ptr& m, object_message_header oh,
+             bool from_policy) {
   bool ship_now = false;
   node_id target = 0;
   {
@@ -303,8 +307,8 @@ bool revoked(node_runtime& n, object_entry& e, message_ptr& m, object_message_he
       --s.shared_running;
     oh.stage = stage_admitted;
     write_object_header(*m, oh);
-    s.ready.push_front(std::move(m));
-    note_deferred(n);
+    s.ready.push_front(from_policy ? set_aside_message::adopt(std::move(m))
+                                   : set_aside_message::set_aside(n, std::move(m)));
     if (!s.exclusive_running && s.shared_running == 0) {
       s.exclusive_running = true;  // for the migration
       s.migration_pending = false;
@@ -325,7 +329,7 @@ void run_granted(node_runtime& n, object_entry& e, message_ptr& m, const object_
                  object_run_function run) {
   const message_header h = m->header;  // the handler may take the block over
   object_state& state = e.state();
-  if (state.revoke.load(std::memory_order_acquire) && revoked(n, e, m, oh)) return;
+  if (state.revoke.load(std::memory_order_acquire) && revoked(n, e, m, oh, false)) return;
   state.started.fetch_add(1, std::memory_order_relaxed);
   const std::uint32_t actual_type = state.type;
   if (oh.target.type != actual_type) {
@@ -438,8 +442,8 @@ object_message_header checked_header(node_runtime& n, const message& m) {
 /// The three gates (see the file comment) for a message that has not passed them.
 gate_result pass_gates(node_runtime& n, object_entry& e, message_ptr& m, object_message_header& oh,
                        bool may_run_here) {
-  message_list later;
-  message_ptr granted_now;
+  set_aside_list later;
+  set_aside_message granted_now;
   bool arrived = false;
   {
     std::unique_lock lock(e.lock);
@@ -453,8 +457,7 @@ gate_result pass_gates(node_runtime& n, object_entry& e, message_ptr& m, object_
       route r = e.current_route();
       if (oh.version > r.version) {
         // Routed here by a node that knows of an installation this one has not seen yet.
-        s.awaiting_install.push_back(std::move(m));
-        note_deferred(n);
+        s.awaiting_install.push_back(set_aside_message::set_aside(n, std::move(m)));
         return gate_result::consumed;
       }
       lock.unlock();
@@ -478,11 +481,11 @@ gate_result pass_gates(node_runtime& n, object_entry& e, message_ptr& m, object_
         throw deserialization_error("sequence number " + std::to_string(oh.seq) + " from node " +
                                     std::to_string(oh.origin) + " for " +
                                     describe_object(oh.target) + " was already delivered");
-      if (!s.early.try_emplace(std::pair{oh.origin, oh.seq}, std::move(m)).second)
+      if (s.early.count(std::pair{oh.origin, oh.seq}))
         throw deserialization_error("sequence number " + std::to_string(oh.seq) + " from node " +
                                     std::to_string(oh.origin) + " for " +
                                     describe_object(oh.target) + " arrived twice");
-      note_deferred(n);
+      s.early.emplace(std::pair{oh.origin, oh.seq}, set_aside_message::set_aside(n, std::move(m)));
       lock.unlock();
       notify_load(n, oh.target);
       return gate_result::consumed;
@@ -499,13 +502,15 @@ gate_result pass_gates(node_runtime& n, object_entry& e, message_ptr& m, object_
       grant(s, oh.access);
       oh.stage = stage_granted;
       write_object_header(*m, oh);
-      granted_now = std::move(m);  // queued below, without allocating a list
+      // Queued below, without allocating a list. Admitting an arrival keeps its count; a
+      // running turn (may_run_here) is set aside to run again.
+      granted_now = may_run_here ? set_aside_message::set_aside(n, std::move(m))
+                                 : set_aside_message::adopt(std::move(m));
       result = gate_result::queued;
     } else {
       oh.stage = stage_admitted;
       write_object_header(*m, oh);
-      s.ready.push_back(std::move(m));
-      note_deferred(n);
+      s.ready.push_back(set_aside_message::set_aside(n, std::move(m)));
     }
     // Successors from the same origin that arrived early are now in order.
     for (auto it = s.early.find({oh.origin, next}); it != s.early.end();
@@ -519,7 +524,7 @@ gate_result pass_gates(node_runtime& n, object_entry& e, message_ptr& m, object_
     }
     dispatch_ready(s, later);
     lock.unlock();
-    if (granted_now) start_granted(n, granted_now);
+    if (granted_now) start_granted(n, std::move(granted_now));
     if (!later.empty()) start_granted(n, later);
     if (arrived) notify_load(n, oh.target);
     return result;
@@ -541,8 +546,7 @@ void deliver_object_message(node_runtime& n, message_ptr& m, object_run_function
       return;
     case gate_result::queued:
       // Granted, but a scheduling policy runs it: this turn counts as handled when it
-      // ends, and the queued message again when it runs.
-      note_deferred(n);
+      // ends; the queued message was set aside and counts again when it runs.
       return;
     case gate_result::consumed:
       return;
@@ -552,11 +556,9 @@ void deliver_object_message(node_runtime& n, message_ptr& m, object_run_function
 void give_back_granted(node_runtime& n, message_ptr m) noexcept {
   const object_message_header oh = read_object_header(*m);
   object_entry* e = directory_of(n).find(oh.target);
-  if (e && e->state().revoke.load(std::memory_order_acquire) && revoked(n, *e, m, oh)) {
-    note_handled(n);  // this turn is over (as if it had run): it is queued again, counted
-    return;
-  }
-  run_later(n, std::move(m));  // its object is not leaving: it runs
+  if (e && e->state().revoke.load(std::memory_order_acquire) && revoked(n, *e, m, oh, true))
+    return;  // queued again in front of its object, its count with it
+  set_aside_message::adopt(std::move(m)).run_later(n);  // its object is not leaving: it runs
 }
 
 bool admit_object_message(node_runtime& n, message_ptr& m) {

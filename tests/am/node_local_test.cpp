@@ -64,10 +64,12 @@ TEST(NodeLocal, ACollectiveOneIsBuiltOnEveryNodeAndMessagesWaitForIt) {
     // The last node builds its instance late: a message reaching it before waits.
     if (me == n - 1 && n > 1) std::this_thread::sleep_for(50ms);
     roam::node_local<std::vector<int>> values(roam::collective, std::size_t(3), int(me));
-    EXPECT_EQ(values.local(), std::vector<int>(3, int(me)));
     const roam::node_id last = n - 1;
+    // The other nodes' calls reach the last node before it built its instance: they wait.
     const int first = values.call(last, [](std::vector<int>& v) { return v.front(); }).get();
     EXPECT_EQ(first, int(last));
+    EXPECT_EQ(values.local(), std::vector<int>(3, int(me)));
+    roam::barrier();  // nobody reads its own instance while the others push
     values.send(
         last, [](std::vector<int>& v, int x) { v.push_back(x); }, int(me));
     roam::barrier_all_handled();  // no message to `values` is left anywhere

@@ -176,6 +176,14 @@ int main(int argc, char** argv) {
             },
             2000L)
             .get();
+      } else if (mode == "drop-set-aside") {
+        // A layer that forgets a set-aside message's exit: the token stops the job.
+        roam::send(1, [] {
+          auto& n = roam::detail::require_node("drop-set-aside");
+          (void)roam::detail::set_aside_message::set_aside(
+              n, roam::detail::build_message<void (*)(std::string)>(1, &takes_string, 0,
+                                                                    std::string("lost")));
+        });
       } else if (mode == "rank-dies") {
         // Node 0 waits in the barrier below while node 1 dies without any roam involvement.
       } else if (mode != "none") {

@@ -4,6 +4,7 @@
 #include <roam/base/detail/fatal.hpp>
 #include <roam/base/error.hpp>
 #include <roam/core/config.hpp>
+#include <roam/core/detail/set_aside_message.hpp>
 #include <roam/transport/message.hpp>
 #include <roam/transport/node_id.hpp>
 
@@ -50,17 +51,10 @@ std::string demangled(const char* symbol);
 /// Messages posted by one thread to one node start in posting order.
 void post(node_runtime& from, message_ptr m);
 
-/// The running handler sets its message aside to run it later (a mobile-object message
-/// waiting for its turn): counts it as pending again, so quiescence waits for it. Every
-/// set-aside message must later go through run_later() (once).
-void note_deferred(node_runtime& n) noexcept;
-/// A message was consumed by an admit function without running (set aside, forwarded,
-/// failed): counts it as handled, as running it would have.
+/// A message was consumed by an admit function without running (forwarded, failed, or an
+/// installation done on arrival): counts its arrival as handled, as running it would have.
+/// Messages set aside to run later go through set_aside_message instead.
 void note_handled(node_runtime& n) noexcept;
-/// Queues a message that was set aside with note_deferred() on `n` to run through its
-/// handler again on a worker of `n` (it is not counted as a new message, and it does not
-/// go through its handler's admit function again).
-void run_later(node_runtime& n, message_ptr m) noexcept;
 
 /// The settings the job runs with.
 const config& settings_of(const node_runtime& n) noexcept;
