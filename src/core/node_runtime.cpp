@@ -223,8 +223,9 @@ set_aside_message::~set_aside_message() {
 }
 
 void set_aside_message::lost() noexcept {
-  fatal("internal error: a set-aside message was dropped without running or being counted "
-        "as handled (quiescence detection would never see it finish)");
+  fatal(
+      "internal error: a set-aside message was dropped without running or being counted "
+      "as handled (quiescence detection would never see it finish)");
 }
 
 void set_aside_message::run_later(node_runtime& n) && noexcept {
@@ -383,6 +384,7 @@ unsigned workers_of(const node_runtime& n) noexcept { return n.sched().workers()
 void post(node_runtime& from, message_ptr m) {
   message_header& h = m->header;
   h.source = from.id();
+  m->local_progress = 0;  // a new arrival where it goes
   if (h.dest >= from.size())
     fatal("message for node " + std::to_string(h.dest) + " but the job has " +
           std::to_string(from.size()) + " nodes (" + describe(h) + ")");

@@ -4,13 +4,6 @@
 
 namespace roam::detail {
 
-std::uint64_t& object_state::expected_from(node_id origin) {
-  auto it = std::lower_bound(expected.begin(), expected.end(), origin,
-                             [](const auto& entry, node_id n) { return entry.first < n; });
-  if (it == expected.end() || it->first != origin) it = expected.insert(it, {origin, 0});
-  return it->second;
-}
-
 bool object_entry::learn_route(route r) noexcept {
   std::uint64_t seen = route_.load(std::memory_order_acquire);
   while (route::unpack(seen).version < r.version)

@@ -11,6 +11,8 @@
 // old one alive until the node stops so readers still walking it stay valid.
 #pragma once
 
+#include "object_mailbox.hpp"
+
 #include <roam/base/detail/spin_lock.hpp>
 
 #include <roam/mobile/detail/object_runtime.hpp>
@@ -43,23 +45,12 @@ struct route {
 
 enum class residence : std::uint8_t { absent, resident, destroyed };
 
-/// What a node keeps of an object it hosts (or hosted, or holds messages for). Guarded by
-/// the entry's lock.
-struct object_state {
+/// What a node keeps of an object it hosts (or hosted, or holds messages for): its mailbox
+/// (object_mailbox.hpp), residence and load. Guarded by the entry's lock.
+struct object_state : object_mailbox {
   residence state = residence::absent;
   std::uint32_t type = 0;
   std::unique_ptr<object_box> object;
-  // Access: one exclusive holder, or any number of shared ones.
-  bool exclusive_running = false;
-  std::uint32_t shared_running = 0;
-  /// Admitted (in order) messages waiting for access, first come first served.
-  std::deque<set_aside_message> ready;
-  /// Next sequence number expected from each origin node (sorted by node).
-  std::vector<std::pair<node_id, std::uint64_t>> expected;
-  /// Messages that arrived before a predecessor from the same origin.
-  std::map<std::pair<node_id, std::uint64_t>, set_aside_message> early;
-  /// Messages routed here for an installation this node has not seen yet.
-  std::vector<set_aside_message> awaiting_install;
 
   // Load: the messages that arrived for the object here and have not finished (waiting in
   // any queue, or running), with the sum of their costs; a moving average of run times.
@@ -77,8 +68,6 @@ struct object_state {
   node_id migration_target = 0;
   /// Position in the directory's list of resident objects.
   std::size_t resident_slot = 0;
-
-  std::uint64_t& expected_from(node_id origin);
 };
 
 class object_entry {

@@ -86,9 +86,6 @@ void ship(node_runtime& n, object_entry& e, node_id dest, const message_header* 
     }
     ih.ready_count = static_cast<std::uint32_t>(s.ready.size()) + (carried ? 1 : 0);
     if (carried) {
-      object_message_header ch = read_object_header(**carried);
-      ch.stage = stage_admitted;
-      write_object_header(**carried, ch);
       // Set aside to run again on the destination; its count travels with it.
       const message_ptr moving = set_aside_message::set_aside(n, std::move(*carried)).transfer();
       write_message(w, *moving);
@@ -223,6 +220,7 @@ void install_object(node_runtime& n, installation inst) {
     for (set_aside_message& m : inst.ready) {
       s.pending_cost += read_object_header(*m).cost;
       ++s.pending_count;
+      m->local_progress = stage_admitted;
       s.ready.push_back(std::move(m));
     }
     for (set_aside_message& m : inst.early) {

@@ -13,16 +13,6 @@
 
 namespace roam::detail {
 
-/// How far a node got with an object message (object_message_header::stage).
-enum object_message_stage : std::uint8_t {
-  stage_new = 0,       ///< not yet checked for order
-  stage_admitted = 1,  ///< in order, waiting in the object's queue for access
-  stage_granted = 2,   ///< its access is held for it: run it
-};
-
-/// Messages set aside on this node (each leaves through one exit of set_aside_message).
-using set_aside_list = std::vector<set_aside_message>;
-
 /// What a fiber running an object handler notes (exchange_fiber_note): the object it holds
 /// and how.
 struct held_object {
@@ -31,6 +21,20 @@ struct held_object {
 };
 
 directory& directory_of(node_runtime& n) noexcept;
+
+/// What the location gate decided.
+enum class location_outcome {
+  resident,        ///< the object is here
+  awaits_install,  ///< routed here for an installation this node has not seen yet
+  forward,         ///< elsewhere: forward it along `r`
+  never_created,   ///< unknown at its home node
+  destroyed,       ///< destroyed here
+};
+/// Location gate: where the object of `oh` is, as this node (`here`) knows it; `r` is the
+/// route to forward along. Versions only grow along a forwarding path, so a message never
+/// circles. The caller holds the entry's lock.
+location_outcome location_gate(const object_state& s, const object_entry& e,
+                               const object_message_header& oh, node_id here, route& r);
 
 object_message_header read_object_header(const message& m);
 void write_object_header(message& m, const object_message_header& oh) noexcept;

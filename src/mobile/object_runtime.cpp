@@ -1,7 +1,9 @@
 // The mobile-object protocol on one node: routing and forwarding, per-origin ordering,
 // access privileges, creation and destruction. Migration is in migration.cpp.
 //
-// A message to an object goes through three gates on the node that receives it:
+// A message to an object goes through three gates on the node that receives it (the order
+// and access gates are the object's mailbox, object_mailbox.hpp; node-local progress through
+// them is message::local_progress, never the wire bytes):
 // 1. Location. If the object is not here, the message is forwarded to the node's last
 //    known location, tagged with the version of that knowledge; or, if it was routed here
 //    on a newer version than this node knows (the object is on its way here), it waits for
@@ -31,19 +33,6 @@ namespace {
 const extension_key directory_extension = register_node_extension(
     {"mobile objects", 50, [](node_runtime&) -> void* { return new directory(); },
      [](void* state) noexcept { delete static_cast<directory*>(state); }});
-
-bool can_grant(const object_state& s, std::uint8_t mode) noexcept {
-  if (mode == static_cast<std::uint8_t>(access::exclusive))
-    return !s.exclusive_running && s.shared_running == 0;
-  return !s.exclusive_running;
-}
-
-void grant(object_state& s, std::uint8_t mode) noexcept {
-  if (mode == static_cast<std::uint8_t>(access::exclusive))
-    s.exclusive_running = true;
-  else
-    ++s.shared_running;
-}
 
 std::string handler_name(const message_header& h, const object_message_header& oh) {
   switch (oh.operation) {
@@ -84,16 +73,7 @@ void write_object_header(message& m, const object_message_header& oh) noexcept {
 }
 
 void dispatch_ready(object_state& s, set_aside_list& granted) {
-  while (!s.ready.empty() && !s.migration_pending) {
-    set_aside_message& front = s.ready.front();
-    object_message_header fh = read_object_header(*front);
-    if (!can_grant(s, fh.access)) break;
-    grant(s, fh.access);
-    fh.stage = stage_granted;
-    write_object_header(*front, fh);
-    granted.push_back(std::move(front));
-    s.ready.pop_front();
-  }
+  s.dispatch(granted, s.migration_pending);
 }
 
 void run_all_later(node_runtime& n, set_aside_list& messages) noexcept {
@@ -175,10 +155,7 @@ void release_access(node_runtime& n, object_entry& e, std::uint8_t mode, bool co
   {
     std::lock_guard guard(e.lock);
     object_state& s = e.state();
-    if (mode == static_cast<std::uint8_t>(access::exclusive))
-      s.exclusive_running = false;
-    else
-      --s.shared_running;
+    s.release(static_cast<access>(mode));
     if (counted) s.started.fetch_sub(1, std::memory_order_relaxed);
     if (counted && s.pending_count > 0) {
       --s.pending_count;
@@ -187,7 +164,7 @@ void release_access(node_runtime& n, object_entry& e, std::uint8_t mode, bool co
         s.mean_run_us = s.mean_run_us == 0 ? run_us : 0.8 * s.mean_run_us + 0.2 * run_us;
     }
     if (s.state == residence::resident) {
-      if (s.migration_pending && !s.exclusive_running && s.shared_running == 0) {
+      if (s.migration_pending && s.idle()) {
         // The last running handler is done: the balancer's migration goes first.
         s.exclusive_running = true;
         s.migration_pending = false;
@@ -275,6 +252,19 @@ bool migrate_resident(node_runtime& n, const object_id& id, node_id dest) {
   return true;
 }
 
+location_outcome location_gate(const object_state& s, const object_entry& e,
+                               const object_message_header& oh, node_id here, route& r) {
+  if (s.state == residence::destroyed) return location_outcome::destroyed;
+  if (s.state == residence::resident) return location_outcome::resident;
+  r = e.current_route();
+  if (oh.version > r.version) return location_outcome::awaits_install;
+  if (r.version == 0) {
+    if (here == oh.target.home) return location_outcome::never_created;
+    r.location = oh.target.home;  // no knowledge here: ask the creating node
+  }
+  return location_outcome::forward;
+}
+
 namespace {
 
 void forward(node_runtime& n, message_ptr m, object_message_header oh, route r) {
@@ -301,16 +291,12 @@ bool revoked(node_runtime& n, object_entry& e, message_ptr& m, object_message_he
     std::lock_guard guard(e.lock);
     object_state& s = e.state();
     if (!s.migration_pending || s.state != residence::resident) return false;
-    if (oh.access == static_cast<std::uint8_t>(access::exclusive))
-      s.exclusive_running = false;
-    else
-      --s.shared_running;
-    oh.stage = stage_admitted;
-    write_object_header(*m, oh);
+    s.release(static_cast<access>(oh.access));
+    m->local_progress = stage_admitted;
     s.ready.push_front(from_policy ? set_aside_message::adopt(std::move(m))
                                    : set_aside_message::set_aside(n, std::move(m)));
-    if (!s.exclusive_running && s.shared_running == 0) {
-      s.exclusive_running = true;  // for the migration
+    if (s.idle()) {
+      s.grant(access::exclusive);  // for the migration
       s.migration_pending = false;
       s.revoke.store(false, std::memory_order_relaxed);
       ship_now = true;
@@ -432,7 +418,7 @@ enum class gate_result {
 object_message_header checked_header(node_runtime& n, const message& m) {
   object_message_header oh = read_object_header(m);
   if (oh.target.index == 0 || oh.target.home >= size_of(n) || oh.origin >= size_of(n) ||
-      oh.access > static_cast<std::uint8_t>(access::shared) || oh.stage > stage_granted)
+      oh.access > static_cast<std::uint8_t>(access::shared))
     throw deserialization_error("invalid object header (object " + std::to_string(oh.target.home) +
                                 ":" + std::to_string(oh.target.index) + ", origin " +
                                 std::to_string(oh.origin) + ")");
@@ -442,93 +428,75 @@ object_message_header checked_header(node_runtime& n, const message& m) {
 /// The three gates (see the file comment) for a message that has not passed them.
 gate_result pass_gates(node_runtime& n, object_entry& e, message_ptr& m, object_message_header& oh,
                        bool may_run_here) {
-  set_aside_list later;
-  set_aside_message granted_now;
-  bool arrived = false;
-  {
-    std::unique_lock lock(e.lock);
-    object_state& s = e.state();
-    if (s.state == residence::destroyed) {
+  std::unique_lock lock(e.lock);
+  object_state& s = e.state();
+  route r;
+  switch (location_gate(s, e, oh, id_of(n), r)) {
+    case location_outcome::resident:
+      break;
+    case location_outcome::awaits_install:
+      s.awaiting_install.push_back(set_aside_message::set_aside(n, std::move(m)));
+      return gate_result::consumed;
+    case location_outcome::forward:
+      lock.unlock();
+      forward(n, std::move(m), oh, r);
+      return gate_result::consumed;
+    case location_outcome::never_created:
+      lock.unlock();
+      fail_object_message(n, m, oh, describe_object(oh.target) + " was never created");
+      return gate_result::consumed;
+    case location_outcome::destroyed:
       lock.unlock();
       fail_object_message(n, m, oh, describe_object(oh.target) + " was destroyed");
       return gate_result::consumed;
-    }
-    if (s.state == residence::absent) {
-      route r = e.current_route();
-      if (oh.version > r.version) {
-        // Routed here by a node that knows of an installation this one has not seen yet.
-        s.awaiting_install.push_back(set_aside_message::set_aside(n, std::move(m)));
-        return gate_result::consumed;
-      }
-      lock.unlock();
-      if (r.version == 0) {
-        if (id_of(n) == oh.target.home) {
-          fail_object_message(n, m, oh, describe_object(oh.target) + " was never created");
-          return gate_result::consumed;
-        }
-        r.location = oh.target.home;  // no knowledge here: ask the creating node
-      }
-      forward(n, std::move(m), oh, r);
-      return gate_result::consumed;
-    }
-    // Load counts a message from its arrival, whether it can run yet or not.
-    s.pending_cost += oh.cost;
-    ++s.pending_count;
-    arrived = true;
-    std::uint64_t& next = s.expected_from(oh.origin);
-    if (oh.seq != next) {
-      if (oh.seq < next)
-        throw deserialization_error("sequence number " + std::to_string(oh.seq) + " from node " +
-                                    std::to_string(oh.origin) + " for " +
-                                    describe_object(oh.target) + " was already delivered");
-      if (s.early.count(std::pair{oh.origin, oh.seq}))
-        throw deserialization_error("sequence number " + std::to_string(oh.seq) + " from node " +
-                                    std::to_string(oh.origin) + " for " +
-                                    describe_object(oh.target) + " arrived twice");
+  }
+  // Load counts a message from its arrival, whether it can run yet or not.
+  s.pending_cost += oh.cost;
+  ++s.pending_count;
+  switch (s.order_gate(oh.origin, oh.seq)) {
+    case order_outcome::in_order:
+      break;
+    case order_outcome::early:
       s.early.emplace(std::pair{oh.origin, oh.seq}, set_aside_message::set_aside(n, std::move(m)));
       lock.unlock();
       notify_load(n, oh.target);
       return gate_result::consumed;
-    }
-    ++next;
-    object_hooks* hooks = directory_of(n).hooks.load(std::memory_order_acquire);
-    const bool grantable = s.ready.empty() && !s.migration_pending && can_grant(s, oh.access);
-    const bool run_now = may_run_here && grantable && !(hooks && hooks->push);
-    gate_result result = gate_result::consumed;
-    if (run_now) {
-      grant(s, oh.access);
+    case order_outcome::already_delivered:
+      throw deserialization_error("sequence number " + std::to_string(oh.seq) + " from node " +
+                                  std::to_string(oh.origin) + " for " + describe_object(oh.target) +
+                                  " was already delivered");
+    case order_outcome::duplicate_early:
+      throw deserialization_error("sequence number " + std::to_string(oh.seq) + " from node " +
+                                  std::to_string(oh.origin) + " for " + describe_object(oh.target) +
+                                  " arrived twice");
+  }
+  object_hooks* hooks = directory_of(n).hooks.load(std::memory_order_acquire);
+  gate_result result = gate_result::consumed;
+  set_aside_message granted_now;
+  if (s.access_gate(static_cast<access>(oh.access), s.migration_pending) ==
+      access_outcome::granted) {
+    if (may_run_here && !(hooks && hooks->push)) {
       result = gate_result::run_now;
-    } else if (grantable) {
-      grant(s, oh.access);
-      oh.stage = stage_granted;
-      write_object_header(*m, oh);
+    } else {
       // Queued below, without allocating a list. Admitting an arrival keeps its count; a
       // running turn (may_run_here) is set aside to run again.
+      m->local_progress = stage_granted;
       granted_now = may_run_here ? set_aside_message::set_aside(n, std::move(m))
                                  : set_aside_message::adopt(std::move(m));
       result = gate_result::queued;
-    } else {
-      oh.stage = stage_admitted;
-      write_object_header(*m, oh);
-      s.ready.push_back(set_aside_message::set_aside(n, std::move(m)));
     }
-    // Successors from the same origin that arrived early are now in order.
-    for (auto it = s.early.find({oh.origin, next}); it != s.early.end();
-         it = s.early.find({oh.origin, next})) {
-      object_message_header eh = read_object_header(*it->second);
-      eh.stage = stage_admitted;
-      write_object_header(*it->second, eh);
-      s.ready.push_back(std::move(it->second));
-      s.early.erase(it);
-      ++next;
-    }
-    dispatch_ready(s, later);
-    lock.unlock();
-    if (granted_now) start_granted(n, std::move(granted_now));
-    if (!later.empty()) start_granted(n, later);
-    if (arrived) notify_load(n, oh.target);
-    return result;
+  } else {
+    m->local_progress = stage_admitted;
+    s.ready.push_back(set_aside_message::set_aside(n, std::move(m)));
   }
+  s.admit_successors(oh.origin);  // those that arrived early are now in order
+  set_aside_list later;
+  dispatch_ready(s, later);
+  lock.unlock();
+  if (granted_now) start_granted(n, std::move(granted_now));
+  if (!later.empty()) start_granted(n, later);
+  notify_load(n, oh.target);
+  return result;
 }
 
 }  // namespace
@@ -536,7 +504,7 @@ gate_result pass_gates(node_runtime& n, object_entry& e, message_ptr& m, object_
 void deliver_object_message(node_runtime& n, message_ptr& m, object_run_function run) {
   object_message_header oh = checked_header(n, *m);
   object_entry& e = directory_of(n).find_or_insert(oh.target);
-  if (oh.stage == stage_granted) {
+  if (m->local_progress == stage_granted) {
     run_granted(n, e, m, oh, run);
     return;
   }
@@ -563,9 +531,9 @@ void give_back_granted(node_runtime& n, message_ptr m) noexcept {
 
 bool admit_object_message(node_runtime& n, message_ptr& m) {
   object_message_header oh = checked_header(n, *m);
-  // Messages coming back to run (run_later) skip admission: a fresh one claiming a later
-  // stage would skip the order and access gates.
-  if (oh.stage != stage_new)
+  // How far a node got with a message is its own business (message::local_progress): bytes
+  // that claim progress are forged or corrupt.
+  if (oh.unused != 0)
     throw deserialization_error("a message to " + describe_object(oh.target) +
                                 " arrived marked as already admitted");
   object_entry& e = directory_of(n).find_or_insert(oh.target);

@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
       roam::detail::object_message_header oh;
       std::memcpy(&oh, m->payload(), sizeof oh);
       oh.version = 1;
-      oh.stage = 2;
+      oh.unused = 2;  // progress is node-local: a message claiming some is forged
       std::memcpy(m->payload(), &oh, sizeof oh);
       m->header.dest = roam::num_nodes() - 1;  // where the account lives
       roam::detail::seal(m->header);

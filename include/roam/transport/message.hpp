@@ -90,6 +90,14 @@ class message : public work_item {
   std::uint32_t capacity_;
   bool pooled_;
   bool locked_;  ///< page-locked by the installed block_locking (large cached blocks only)
+
+ public:
+  /// How far the node that holds the message got with it, for the layer that handles it (the
+  /// mobile layer's gates). Never sent: 0 on every message built or received, and reset by
+  /// post() (a message that leaves its node starts over).
+  std::uint8_t local_progress = 0;
+
+ private:
   [[maybe_unused]] std::uint64_t padding_ =
       0;  // puts the payload on a 16-byte boundary (see below)
 

@@ -34,7 +34,7 @@ struct object_message_header {
   std::uint32_t origin = 0;   ///< the node that sent it (forwarding keeps it)
   std::uint32_t version = 0;  ///< directory version of the route it was sent on
   std::uint8_t access = 0;    ///< roam::access
-  std::uint8_t stage = 0;     ///< how far the receiving node got with it (node-local)
+  std::uint8_t unused = 0;    ///< 0 (how far a node got is message::local_progress)
   std::uint16_t hops = 0;     ///< times it was forwarded
   std::uint32_t operation = operation_none;
   float cost = 1.0f;  ///< the sender's estimate of the handler's work (load balancing)
