@@ -6,7 +6,7 @@
 // the updates need no atomics, as in bale's own versions.
 #pragma once
 
-#include "one_worker_per_node.hpp"
+#include "node_storage.hpp"
 #include "random_stream.hpp"
 
 #include <roam/roam.hpp>
@@ -23,8 +23,10 @@ struct histogram_setup {
   std::uint64_t seed = 1;
 };
 
-/// Each node's share of the table.
-inline roam::node_local<std::vector<std::int64_t>> histogram_tables;
+inline node_storage<std::vector<std::int64_t>>& histogram_tables() {
+  static node_storage<std::vector<std::int64_t>> tables;
+  return tables;
+}
 
 /// Sends this node's updates: runs on a worker of the node, in slices, yielding between
 /// them so that the updates arriving from other nodes are applied meanwhile (one thread
@@ -33,9 +35,9 @@ inline void histogram_send_updates(histogram_setup s) {
   // The look-ahead prefetches (for writing) the slot of the update 16 places further in
   // the group, so the table's cache misses overlap.
   static const auto add =
-      roam::channel([](std::uint32_t slot) { ++histogram_tables.local()[slot]; },
+      roam::channel([](std::uint32_t slot) { ++histogram_tables().mine()[slot]; },
                     roam::look_ahead([](std::uint32_t slot) {
-                      __builtin_prefetch(&histogram_tables.local()[slot], 1);
+                      __builtin_prefetch(&histogram_tables().mine()[slot], 1);
                     }));
   const std::uint32_t nodes = roam::num_nodes();
   random_stream random(s.seed, roam::this_node());
@@ -49,10 +51,11 @@ inline void histogram_send_updates(histogram_setup s) {
 
 /// The kernel, on every node (SPMD, inside roam::run). Returns the seconds from the first
 /// update sent to the last one applied, anywhere. The node's table is
-/// histogram_tables.local() afterwards.
+/// histogram_tables().mine() afterwards.
 inline double histogram_roam(const histogram_setup& s) {
   check_table_size(s.table_size);
-  histogram_tables.local().assign(s.table_size, 0);
+  histogram_tables().prepare();
+  histogram_tables().mine().assign(s.table_size, 0);
   roam::barrier();
   const auto start = std::chrono::steady_clock::now();
   roam::call(roam::this_node(), histogram_send_updates, s).get();

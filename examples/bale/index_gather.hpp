@@ -3,10 +3,10 @@
 // answer a message through another; both are aggregated and combined, and the owner
 // answers a whole group of requests in one loop.
 //
-// Run it with bale::one_worker_per_node settings (one_worker_per_node.hpp).
+// Run it with bale::one_worker_per_node settings (node_storage.hpp).
 #pragma once
 
-#include "one_worker_per_node.hpp"
+#include "node_storage.hpp"
 #include "random_stream.hpp"
 
 #include <roam/roam.hpp>
@@ -42,12 +42,14 @@ struct index_gather_node {
   std::vector<std::int64_t> gathered;  ///< the answer to request i
 };
 
-/// Each node's share of the table and of the results.
-inline roam::node_local<index_gather_node> index_gather_nodes;
+inline node_storage<index_gather_node>& index_gather_nodes() {
+  static node_storage<index_gather_node> nodes;
+  return nodes;
+}
 
 inline const auto& index_gather_answer() {
   static const auto answer = roam::channel([](std::uint32_t request, std::int64_t value) {
-    index_gather_nodes.local().gathered[request] = value;
+    index_gather_nodes().mine().gathered[request] = value;
   });
   return answer;
 }
@@ -59,10 +61,10 @@ inline const auto& index_gather_answer() {
 inline const auto& index_gather_request() {
   static const auto ask = roam::channel(
       [](roam::source_node from, std::uint32_t slot, std::uint32_t request) {
-        index_gather_answer()(from, request, index_gather_nodes.local().table[slot]);
+        index_gather_answer()(from, request, index_gather_nodes().mine().table[slot]);
       },
       roam::look_ahead([](roam::source_node, std::uint32_t slot, std::uint32_t) {
-        __builtin_prefetch(&index_gather_nodes.local().table[slot]);
+        __builtin_prefetch(&index_gather_nodes().mine().table[slot]);
       }));
   return ask;
 }
@@ -88,10 +90,11 @@ inline void index_gather_send_requests(index_gather_setup s) {
 
 /// The kernel, on every node (SPMD, inside roam::run). Returns the seconds from the first
 /// request sent to the last answer stored, anywhere. The answers are
-/// index_gather_nodes.local().gathered afterwards.
+/// index_gather_nodes().mine().gathered afterwards.
 inline double index_gather_roam(const index_gather_setup& s) {
   check_table_size(s.table_size);
-  index_gather_node& mine = index_gather_nodes.local();
+  index_gather_nodes().prepare();
+  index_gather_node& mine = index_gather_nodes().mine();
   mine.table = index_gather_table(roam::this_node(), roam::num_nodes(), s.table_size);
   mine.gathered.assign(s.requests, 0);
   roam::barrier();

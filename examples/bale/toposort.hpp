@@ -7,10 +7,10 @@
 // without waiting for each other; a level ends at quiescence, and the rows left with one
 // nonzero form the next one.
 //
-// Run it with bale::one_worker_per_node settings (one_worker_per_node.hpp).
+// Run it with bale::one_worker_per_node settings (node_storage.hpp).
 #pragma once
 
-#include "one_worker_per_node.hpp"
+#include "node_storage.hpp"
 #include "toposort_problem.hpp"
 
 #include <roam/roam.hpp>
@@ -23,19 +23,22 @@
 
 namespace bale {
 
-/// Each node's share of the matrix.
-inline roam::node_local<toposort_share> toposort_shares;
+inline node_storage<toposort_share>& toposort_shares() {
+  static node_storage<toposort_share> shares;
+  return shares;
+}
 
 inline const auto& toposort_remove_column() {
-  static const auto remove = roam::channel(
-      [](std::uint32_t row, std::uint32_t column) { toposort_shares.local().remove(row, column); });
+  static const auto remove = roam::channel([](std::uint32_t row, std::uint32_t column) {
+    toposort_shares().mine().remove(row, column);
+  });
   return remove;
 }
 
 inline const auto& toposort_pivot_column() {
   static const auto pivot =
       roam::channel([](std::uint32_t column, std::uint32_t row, std::uint32_t position) {
-        toposort_share& s = toposort_shares.local();
+        toposort_share& s = toposort_shares().mine();
         const auto& remove = toposort_remove_column();
         s.place_column({column, row, position},
                        [&](std::uint32_t other) { remove(s.owner(other), other, column); });
@@ -47,7 +50,7 @@ inline const auto& toposort_pivot_column() {
 /// below it; runs on the node's worker, yielding between slices so that messages arriving
 /// meanwhile are handled.
 inline void toposort_pivot_level(std::uint32_t first) {
-  toposort_share& s = toposort_shares.local();
+  toposort_share& s = toposort_shares().mine();
   const auto& pivot = toposort_pivot_column();
   constexpr std::size_t slice = 1 << 14;
   for (std::size_t i = 0; i < s.level.size(); ++i) {
@@ -59,9 +62,10 @@ inline void toposort_pivot_level(std::uint32_t first) {
 
 /// The kernel, on every node (SPMD, inside roam::run), for the matrix every node built
 /// with toposort_matrix(). Returns the seconds from the first level's start to the last
-/// level's end. The node's share of the result is toposort_shares.local() afterwards.
+/// level's end. The node's share of the result is toposort_shares().mine() afterwards.
 inline double toposort_roam(const toposort_problem& m) {
-  toposort_share& s = toposort_shares.local();
+  toposort_shares().prepare();
+  toposort_share& s = toposort_shares().mine();
   s = toposort_share_of(m, roam::this_node(), roam::num_nodes());
   roam::barrier();
   const auto start = std::chrono::steady_clock::now();

@@ -1,3 +1,4 @@
+#include <roam/base/detail/enum_names.hpp>
 #include <roam/base/detail/message_text.hpp>
 #include <roam/base/error.hpp>
 
@@ -24,25 +25,16 @@ std::string fatal_text(long node, std::string_view message) {
 }  // namespace detail
 
 const char* to_string(errc code) noexcept {
-  switch (code) {
-    case errc::config:
-      return "config";
-    case errc::usage:
-      return "usage";
-    case errc::broken_promise:
-      return "broken_promise";
-    case errc::object:
-      return "object";
-    case errc::remote:
-      return "remote";
-    case errc::malformed_message:
-      return "malformed_message";
-    case errc::device:
-      return "device";
-    case errc::out_of_device_memory:
-      return "out_of_device_memory";
-  }
-  return "unknown";
+  static constexpr const char* names[] = {"?",
+                                          "config",
+                                          "usage",
+                                          "broken_promise",
+                                          "object",
+                                          "remote",
+                                          "malformed_message",
+                                          "device",
+                                          "out_of_device_memory"};
+  return detail::enum_name(code, names);
 }
 
 error::error(errc code, std::string_view message)

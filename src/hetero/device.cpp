@@ -1,5 +1,6 @@
 // The parts of the device API that every backend shares.
 #include "roam/hetero/device.hpp"
+#include <roam/base/detail/enum_names.hpp>
 
 #include <roam/base/detail/page_size.hpp>
 
@@ -18,29 +19,13 @@
 namespace roam {
 
 const char* to_string(backend b) noexcept {
-  switch (b) {
-    case backend::host:
-      return "host";
-    case backend::opencl:
-      return "opencl";
-    case backend::cuda:
-      return "cuda";
-  }
-  return "?";
+  static constexpr const char* names[] = {"host", "opencl", "cuda"};
+  return detail::enum_name(b, names);
 }
 
 const char* to_string(device_type t) noexcept {
-  switch (t) {
-    case device_type::cpu:
-      return "cpu";
-    case device_type::gpu:
-      return "gpu";
-    case device_type::accelerator:
-      return "accelerator";
-    case device_type::any:
-      return "any";
-  }
-  return "?";
+  static constexpr const char* names[] = {"cpu", "gpu", "accelerator", "any"};
+  return detail::enum_name(t, names);
 }
 
 device_event device_event::completed() {

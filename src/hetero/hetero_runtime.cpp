@@ -1,5 +1,6 @@
 // hetero_runtime, and the calls behind hetero_object and hetero_task.
 #include "roam/hetero/hetero_runtime.hpp"
+#include <roam/base/detail/enum_names.hpp>
 
 #include <roam/base/settings.hpp>
 
@@ -99,15 +100,8 @@ void* only_hetero_settings(void* options, const detail::settings_group& group) {
 }  // namespace
 
 const char* to_string(coherence c) noexcept {
-  switch (c) {
-    case coherence::invalid:
-      return "invalid";
-    case coherence::shared:
-      return "shared";
-    case coherence::modified:
-      return "modified";
-  }
-  return "?";
+  static constexpr const char* names[] = {"invalid", "shared", "modified"};
+  return detail::enum_name(c, names);
 }
 
 const detail::settings_group& hetero_options::registration() {
