@@ -11,6 +11,9 @@
 #include <vector>
 
 namespace roam::detail {
+
+std::atomic<std::uint64_t> node_local_generation{0};
+
 namespace {
 
 // Lazy node_locals are globals: a few per program. Their ids index a two-level table, so that
@@ -37,6 +40,7 @@ struct collective_entry {
 struct node_local_table {
   explicit node_local_table(node_runtime& node) : n(node) {}
   ~node_local_table() {
+    node_local_generation.fetch_add(1, std::memory_order_acq_rel);
     for (std::uint32_t c = 0; c < chunks.size(); ++c) {
       auto* chunk = chunks[c].load(std::memory_order_acquire);
       if (!chunk) continue;
@@ -120,6 +124,31 @@ void* lazy_node_local(node_runtime& n, std::uint32_t id) {
     t.destroyers[id] = kind.destroy;
     slot.store(instance, std::memory_order_release);
   }
+  return instance;
+}
+
+void* lazy_node_local_slow(std::atomic<node_local_slots*>& slots,
+                           std::unique_ptr<node_local_slots>& owned, std::uint32_t id) {
+  node_runtime& n = require_node("roam::node_local::local");
+  void* instance = lazy_node_local(n, id);
+  static std::mutex slots_lock;  // rare: once per node_local, node and run
+  std::lock_guard guard(slots_lock);
+  const std::uint64_t generation = node_local_generation.load(std::memory_order_acquire);
+  node_local_slots* s = slots.load(std::memory_order_acquire);
+  if (!s || s->generation != generation) {
+    const local_node_range local = local_nodes_of(n);
+    auto fresh = std::make_unique<node_local_slots>();
+    fresh->generation = generation;
+    fresh->first = local.first;
+    fresh->count = local.count;
+    fresh->instances = std::make_unique<std::atomic<void*>[]>(local.count);
+    fresh->previous = std::move(owned);  // a reader may still look at it
+    s = fresh.get();
+    owned = std::move(fresh);
+    slots.store(s, std::memory_order_release);
+  }
+  const node_id index = id_of(n) - s->first;
+  if (index < s->count) s->instances[index].store(instance, std::memory_order_release);
   return instance;
 }
 

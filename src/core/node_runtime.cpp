@@ -237,6 +237,10 @@ message_ptr set_aside_message::handled(node_runtime& n) && noexcept {
   return std::move(m_);
 }
 
+local_node_range local_nodes_of(node_runtime& n) noexcept {
+  return {n.process().net().first_local(), n.process().net().local_count()};
+}
+
 const config& settings_of(const node_runtime& n) noexcept {
   return const_cast<node_runtime&>(n).process().settings();
 }

@@ -27,7 +27,9 @@
 #pragma once
 
 #include <roam/am/send.hpp>
+#include <roam/core/runtime.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -56,6 +58,22 @@ std::uint32_t next_collective_node_local_id(node_runtime& n);
 
 /// The instance of lazy node_local `id` on `n`, made on first use.
 void* lazy_node_local(node_runtime& n, std::uint32_t id);
+/// Changes whenever a node's table of instances is destroyed (the end of a run), so that a
+/// lazy node_local's slots of a past run are never used.
+extern std::atomic<std::uint64_t> node_local_generation;
+/// A lazy node_local's instances on this process's nodes in one run, indexed by node (local()
+/// reads it with two atomic loads and roam::this_node()). Slots of past runs are kept until
+/// the node_local dies, so a reader never sees one freed.
+struct node_local_slots {
+  std::uint64_t generation = 0;
+  node_id first = 0;
+  node_id count = 0;
+  std::unique_ptr<std::atomic<void*>[]> instances;
+  std::unique_ptr<node_local_slots> previous;
+};
+/// local()'s slow path: makes this run's slots if needed, and the calling node's instance.
+void* lazy_node_local_slow(std::atomic<node_local_slots*>& slots,
+                           std::unique_ptr<node_local_slots>& owned, std::uint32_t id);
 /// A collective node_local's instance on `n`: published by its constructor, withdrawn by its
 /// destructor. find waits (suspending a handler) for one not built yet and stops the job for
 /// one already destroyed.
@@ -165,8 +183,14 @@ class node_local {
   /// of no node.
   T& local() {
     if (owned_) return *owned_;
-    return *static_cast<T*>(
-        detail::lazy_node_local(detail::require_node("roam::node_local::local"), id_));
+    if (const auto* s = slots_.load(std::memory_order_acquire);
+        s && s->generation == detail::node_local_generation.load(std::memory_order_acquire)) {
+      const node_id index = roam::this_node() - s->first;
+      if (index < s->count)
+        if (void* instance = s->instances[index].load(std::memory_order_acquire))
+          return *static_cast<T*>(instance);
+    }
+    return *static_cast<T*>(detail::lazy_node_local_slow(slots_, slots_owned_, id_));
   }
   /// This node's instance, as local().
   ///@{
@@ -222,9 +246,11 @@ class node_local {
   }
 
   std::uint32_t id_ = 0;
-  detail::node_runtime* node_ = nullptr;  // collective: the node that built it
-  std::unique_ptr<T> owned_;              // collective: this node's instance
-  std::function<T()> factory_;            // lazy: how each node's instance is made
+  detail::node_runtime* node_ = nullptr;                   // collective: the node that built it
+  std::unique_ptr<T> owned_;                               // collective: this node's instance
+  std::function<T()> factory_;                             // lazy: how each node's instance is made
+  std::atomic<detail::node_local_slots*> slots_{nullptr};  // lazy: this run's instances
+  std::unique_ptr<detail::node_local_slots> slots_owned_;  // lazy: every run's slots
 };
 
 template <class R, class S, class... P>

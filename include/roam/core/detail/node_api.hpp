@@ -36,6 +36,12 @@ node_runtime& require_node(const char* caller);
 node_runtime& sending_node(const char* caller);
 node_id id_of(const node_runtime& n) noexcept;
 node_id size_of(const node_runtime& n) noexcept;
+/// The nodes hosted by the process of `n`: ids [first, first + count).
+struct local_node_range {
+  node_id first = 0;
+  node_id count = 0;
+};
+local_node_range local_nodes_of(node_runtime& n) noexcept;
 /// The number of worker threads that run the node's handlers (its application thread,
 /// which runs work only while it waits, is not counted).
 unsigned workers_of(const node_runtime& n) noexcept;
