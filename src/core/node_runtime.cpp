@@ -106,13 +106,11 @@ handler_entry stop_handler{"roam.core.stop",
 
 namespace {
 
-constexpr std::size_t most_extensions = 16;
-
 struct extension_registry {
-  std::array<node_extension, most_extensions> entries{};
+  std::array<node_extension, most_node_extensions> entries{};
   std::size_t count = 0;
   /// Keys by increasing order: the order of creation and start.
-  std::array<extension_key, most_extensions> by_order{};
+  std::array<extension_key, most_node_extensions> by_order{};
 };
 
 extension_registry& extensions_registered() noexcept {
@@ -124,7 +122,7 @@ extension_registry& extensions_registered() noexcept {
 
 extension_key register_node_extension(const node_extension& e) noexcept {
   extension_registry& r = extensions_registered();
-  if (r.count == most_extensions)
+  if (r.count == most_node_extensions)
     fatal(std::string("too many node extensions: cannot register '") + (e.name ? e.name : "?") +
           "'");
   const auto key = static_cast<extension_key>(r.count++);
@@ -145,7 +143,7 @@ node_runtime::node_runtime(process_runtime& process, node_id id, scheduler::opti
     : process_(process), id_(id), scheduler_(*this, opt, std::move(progress)) {
   (void)registered;
   const extension_registry& r = extensions_registered();
-  extensions.assign(r.count, nullptr);
+  extension_count = r.count;
   try {
     for (std::size_t i = 0; i < r.count; ++i) {
       const extension_key key = r.by_order[i];
@@ -160,7 +158,7 @@ node_runtime::node_runtime(process_runtime& process, node_id id, scheduler::opti
 void node_runtime::destroy_extensions() noexcept {
   // Upper layers first (their states may hold messages and objects), in reverse order.
   const extension_registry& r = extensions_registered();
-  for (std::size_t i = extensions.size(); i-- > 0;) {
+  for (std::size_t i = extension_count; i-- > 0;) {
     const extension_key key = r.by_order[i];
     if (extensions[key]) {
       r.entries[key].destroy(extensions[key]);
@@ -176,7 +174,7 @@ node_runtime::~node_runtime() {
 
 void node_runtime::start_extensions() {
   const extension_registry& r = extensions_registered();
-  for (std::size_t i = 0; i < extensions.size(); ++i) {
+  for (std::size_t i = 0; i < extension_count; ++i) {
     const extension_key key = r.by_order[i];
     if (auto start = r.entries[key].start; start && extensions[key]) start(extensions[key]);
   }
@@ -184,7 +182,7 @@ void node_runtime::start_extensions() {
 
 void node_runtime::stop_extensions() noexcept {
   const extension_registry& r = extensions_registered();
-  for (std::size_t i = extensions.size(); i-- > 0;) {
+  for (std::size_t i = extension_count; i-- > 0;) {
     const extension_key key = r.by_order[i];
     if (auto stop = r.entries[key].stop; stop && extensions[key]) stop(extensions[key]);
   }
@@ -206,20 +204,6 @@ void note_handled(node_runtime& n) noexcept { n.handled.fetch_add(1); }
 set_aside_message set_aside_message::set_aside(node_runtime& n, message_ptr m) noexcept {
   n.sent.fetch_add(1);
   return set_aside_message(std::move(m));
-}
-
-set_aside_message set_aside_message::adopt(message_ptr m) noexcept {
-  return set_aside_message(std::move(m));
-}
-
-set_aside_message& set_aside_message::operator=(set_aside_message&& other) noexcept {
-  if (m_) lost();
-  m_ = std::move(other.m_);
-  return *this;
-}
-
-set_aside_message::~set_aside_message() {
-  if (m_) lost();
 }
 
 void set_aside_message::lost() noexcept {

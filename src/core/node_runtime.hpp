@@ -69,7 +69,8 @@ class node_runtime {
   ordered_streams streams;  ///< ordered bundles that arrived here, per sender thread
 
   /// States of the registered node extensions (see register_node_extension).
-  std::vector<void*> extensions;
+  std::array<void*, most_node_extensions> extensions{};
+  std::size_t extension_count = 0;  ///< registered when the node was made
 
   // Shutdown protocol (node 0 counts finished nodes, every node waits for `stop`).
   std::atomic<std::uint32_t> finished_nodes{0};

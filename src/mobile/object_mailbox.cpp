@@ -13,43 +13,7 @@ std::uint64_t& object_mailbox::expected_from(node_id origin) {
   return it->second;
 }
 
-order_outcome object_mailbox::order_gate(node_id origin, std::uint64_t seq) {
-  std::uint64_t& next = expected_from(origin);
-  if (seq == next) {
-    ++next;
-    return order_outcome::in_order;
-  }
-  if (seq < next) return order_outcome::already_delivered;
-  if (early.count({origin, seq})) return order_outcome::duplicate_early;
-  return order_outcome::early;
-}
-
-bool object_mailbox::can_grant(access mode) const noexcept {
-  if (mode == access::exclusive) return idle();
-  return !exclusive_running;
-}
-
-void object_mailbox::grant(access mode) noexcept {
-  if (mode == access::exclusive)
-    exclusive_running = true;
-  else
-    ++shared_running;
-}
-
-void object_mailbox::release(access mode) noexcept {
-  if (mode == access::exclusive)
-    exclusive_running = false;
-  else
-    --shared_running;
-}
-
-access_outcome object_mailbox::access_gate(access mode, bool blocked) noexcept {
-  if (!ready.empty() || blocked || !can_grant(mode)) return access_outcome::waits;
-  grant(mode);
-  return access_outcome::granted;
-}
-
-void object_mailbox::admit_successors(node_id origin) {
+void object_mailbox::admit_early(node_id origin) {
   std::uint64_t& next = expected_from(origin);
   for (auto it = early.find({origin, next}); it != early.end(); it = early.find({origin, next})) {
     it->second->local_progress = stage_admitted;
@@ -59,8 +23,8 @@ void object_mailbox::admit_successors(node_id origin) {
   }
 }
 
-void object_mailbox::dispatch(set_aside_list& granted, bool blocked) {
-  while (!ready.empty() && !blocked) {
+void object_mailbox::dispatch_waiting(set_aside_list& granted) {
+  while (!ready.empty()) {
     set_aside_message& front = ready.front();
     const auto mode = static_cast<access>(read_object_header(*front).access);
     if (!can_grant(mode)) break;

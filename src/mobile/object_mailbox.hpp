@@ -56,26 +56,61 @@ struct object_mailbox {
 
   std::uint64_t& expected_from(node_id origin);
 
+  // The gates run on every message to an object: the small ones are inline.
+
   /// Order gate: whether message `seq` from `origin` is the next one; in_order advances the
   /// origin's expected number.
-  order_outcome order_gate(node_id origin, std::uint64_t seq);
+  order_outcome order_gate(node_id origin, std::uint64_t seq) {
+    std::uint64_t& next = expected_from(origin);
+    if (seq == next) {
+      ++next;
+      return order_outcome::in_order;
+    }
+    if (seq < next) return order_outcome::already_delivered;
+    if (early.count({origin, seq})) return order_outcome::duplicate_early;
+    return order_outcome::early;
+  }
   /// Access gate for a message that passed the order gate: granted when nothing waits before
   /// it, `blocked` is false (no migration waits) and its access is compatible with the
   /// running handlers; the grant is then taken.
-  access_outcome access_gate(access mode, bool blocked) noexcept;
+  access_outcome access_gate(access mode, bool blocked) noexcept {
+    if (!ready.empty() || blocked || !can_grant(mode)) return access_outcome::waits;
+    grant(mode);
+    return access_outcome::granted;
+  }
 
-  bool can_grant(access mode) const noexcept;
-  void grant(access mode) noexcept;
-  void release(access mode) noexcept;
+  bool can_grant(access mode) const noexcept {
+    return mode == access::exclusive ? idle() : !exclusive_running;
+  }
+  void grant(access mode) noexcept {
+    if (mode == access::exclusive)
+      exclusive_running = true;
+    else
+      ++shared_running;
+  }
+  void release(access mode) noexcept {
+    if (mode == access::exclusive)
+      exclusive_running = false;
+    else
+      --shared_running;
+  }
   /// No handler holds access.
   bool idle() const noexcept { return !exclusive_running && shared_running == 0; }
 
   /// Moves the early messages of `origin` that are now in order to the back of `ready`
   /// (marked admitted), advancing the origin's expected number past them.
-  void admit_successors(node_id origin);
+  void admit_successors(node_id origin) {
+    if (!early.empty()) admit_early(origin);  // messages mostly arrive in order
+  }
   /// Grants the head of `ready` while compatible (unless `blocked`); the granted messages,
   /// marked granted, go to `granted` in queue order.
-  void dispatch(set_aside_list& granted, bool blocked);
+  void dispatch(set_aside_list& granted, bool blocked) {
+    if (!ready.empty() && !blocked) dispatch_waiting(granted);
+  }
+
+ private:
+  void admit_early(node_id origin);
+  void dispatch_waiting(set_aside_list& granted);
 };
 
 }  // namespace roam::detail

@@ -106,6 +106,9 @@ struct node_extension {
 };
 /// Names a registered extension.
 using extension_key = unsigned;
+/// How many extensions a process may register (a node holds a fixed array of their states,
+/// read on every message to a mobile object).
+inline constexpr std::size_t most_node_extensions = 16;
 /// Registers an extension (during static initialization, before roam::run); returns its key.
 /// More than 16 extensions is a fatal error (a bug in roam).
 extension_key register_node_extension(const node_extension& e) noexcept;

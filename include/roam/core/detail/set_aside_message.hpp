@@ -27,17 +27,23 @@ class set_aside_message {
  public:
   set_aside_message() noexcept = default;
   set_aside_message(set_aside_message&& other) noexcept : m_(std::move(other.m_)) {}
-  set_aside_message& operator=(set_aside_message&& other) noexcept;
+  set_aside_message& operator=(set_aside_message&& other) noexcept {
+    if (m_) lost();
+    m_ = std::move(other.m_);
+    return *this;
+  }
   set_aside_message(const set_aside_message&) = delete;
   set_aside_message& operator=(const set_aside_message&) = delete;
-  ~set_aside_message();
+  ~set_aside_message() {
+    if (m_) lost();
+  }
 
   /// Sets aside `m` on `n`: counts it as pending again (it will run, or be dealt with, later).
   static set_aside_message set_aside(node_runtime& n, message_ptr m) noexcept;
   /// Takes over a message whose pending count was taken elsewhere and came with it (an
   /// arrival an admit function keeps, a message unpacked from a migrated object, one a
   /// scheduling policy gives back).
-  static set_aside_message adopt(message_ptr m) noexcept;
+  static set_aside_message adopt(message_ptr m) noexcept { return set_aside_message(std::move(m)); }
 
   explicit operator bool() const noexcept { return static_cast<bool>(m_); }
   message& operator*() const noexcept { return *m_; }
