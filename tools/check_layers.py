@@ -19,6 +19,7 @@ Python 3 standard library only.
 
 import argparse
 import os
+import posixpath
 import re
 import sys
 
@@ -49,7 +50,7 @@ def allowed_layers(graph, layer):
 
 def layer_of_header(path, layers):
     """The layer of an include path 'roam/X/...' or 'roam/X.hpp', or None."""
-    parts = path.split("/")
+    parts = posixpath.normpath(path).split("/")
     if len(parts) < 2 or parts[0] != "roam":
         return None
     if len(parts) == 2 and parts[1].endswith(".hpp"):
@@ -63,7 +64,8 @@ def files_of(root, layer):
     for top in (os.path.join(root, "include", "roam", layer), os.path.join(root, "src", layer)):
         for folder, _, names in os.walk(top):
             found += [os.path.join(folder, n) for n in names
-                      if n.endswith((".hpp", ".cpp", ".cu", ".h", ".ipp"))]
+                      if n.endswith((".hpp", ".cpp", ".cu", ".cuh", ".h", ".cc", ".ipp", ".inl",
+                                     ".tpp"))]
     umbrella = os.path.join(root, "include", "roam", layer + ".hpp")
     if os.path.isfile(umbrella):
         found.append(umbrella)
@@ -76,9 +78,12 @@ def check(root, graph):
     include_root = os.path.realpath(os.path.join(root, "include", "roam"))
     for layer in graph:
         may_use = allowed_layers(graph, layer)
-        own_trees = [os.path.join(src_root, layer), os.path.join(include_root, layer)]
+        own_include = os.path.join(include_root, layer)
         for path in files_of(root, layer):
             shown = os.path.relpath(path, root)
+            # A public header may include only public headers (it is installed; src/ is not).
+            public = os.path.realpath(path).startswith(include_root + os.sep)
+            own_trees = [own_include] if public else [os.path.join(src_root, layer), own_include]
             with open(path, encoding="utf-8", errors="replace") as f:
                 for number, line in enumerate(f, 1):
                     match = INCLUDE.match(line)
@@ -105,9 +110,10 @@ def check(root, graph):
                         continue  # a generated or system header found through the include path
                     if not any(resolved == t or resolved.startswith(t + os.sep)
                                for t in own_trees):
-                        problems.append("%s, outside layer '%s' (another layer's private "
+                        problems.append("%s, outside layer '%s'%s (another layer's private "
                                         "header: use its include/roam/<layer>/detail/ "
-                                        "interface instead)" % (where, layer))
+                                        "interface instead)"
+                                        % (where, layer, "'s public headers" if public else ""))
     return problems
 
 

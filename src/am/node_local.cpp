@@ -32,9 +32,19 @@ lazy_registry& lazies() {
   return r;
 }
 
+// The kind of lazy id `id` (kept after its node_local died: its instances may outlive it
+// until the run ends).
+node_local_kind kind_of(std::uint32_t id) {
+  lazy_registry& r = lazies();
+  std::lock_guard guard(r.lock);
+  return r.kinds.at(id);
+}
+
 struct collective_entry {
   void* instance = nullptr;
-  std::unique_ptr<ready_flag> built = std::make_unique<ready_flag>();
+  // Shared with the handlers waiting for it: an entry erased meanwhile (a misuse that is
+  // reported) must not free a flag a waiter still touches.
+  std::shared_ptr<ready_flag> built = std::make_shared<ready_flag>();
 };
 
 struct node_local_table {
@@ -46,7 +56,7 @@ struct node_local_table {
       if (!chunk) continue;
       for (std::uint32_t i = 0; i < lazy_chunk; ++i)
         if (void* instance = (*chunk)[i].load(std::memory_order_acquire))
-          destroyers[c * lazy_chunk + i](instance);
+          kind_of(c * lazy_chunk + i).destroy(instance);
       delete chunk;
     }
   }
@@ -54,7 +64,6 @@ struct node_local_table {
   node_runtime& n;
   using chunk_type = std::array<std::atomic<void*>, lazy_chunk>;
   std::array<std::atomic<chunk_type*>, most_lazy / lazy_chunk> chunks{};
-  std::array<void (*)(void*) noexcept, most_lazy> destroyers{};
   std::mutex lock;                     // creation of lazy instances; the collective entries
   std::uint32_t collective_built = 0;  // highest collective id built on this node (low bits)
   std::unordered_map<std::uint32_t, collective_entry> collective;
@@ -111,6 +120,8 @@ void* lazy_node_local(node_runtime& n, std::uint32_t id) {
             (id >= r.kinds.size() ? "this program does not have" : "was destroyed"));
     kind = r.kinds[id];
   }
+  // Built outside the lock: T() or the factory may use other node_locals, or wait.
+  void* made = kind.make(kind.owner);
   std::lock_guard guard(t.lock);
   chunk = t.chunks[id / lazy_chunk].load(std::memory_order_relaxed);
   if (!chunk) {
@@ -118,13 +129,12 @@ void* lazy_node_local(node_runtime& n, std::uint32_t id) {
     t.chunks[id / lazy_chunk].store(chunk, std::memory_order_release);
   }
   auto& slot = (*chunk)[id % lazy_chunk];
-  void* instance = slot.load(std::memory_order_relaxed);
-  if (!instance) {
-    instance = kind.make(kind.owner);
-    t.destroyers[id] = kind.destroy;
-    slot.store(instance, std::memory_order_release);
+  if (void* first = slot.load(std::memory_order_relaxed)) {
+    kind.destroy(made);  // another thread of the node made it meanwhile
+    return first;
   }
-  return instance;
+  slot.store(made, std::memory_order_release);
+  return made;
 }
 
 void* lazy_node_local_slow(std::atomic<node_local_slots*>& slots,
@@ -152,24 +162,23 @@ void* lazy_node_local_slow(std::atomic<node_local_slots*>& slots,
   return instance;
 }
 
-std::uint32_t next_collective_node_local_id(node_runtime& n) {
+std::uint32_t publish_collective_node_local(node_runtime& n, void* instance) {
   node_local_table& t = table_of(n);
-  std::lock_guard guard(t.lock);
-  if (t.collective_built + 1 >= collective_node_local)
-    throw usage_error("roam::node_local: too many collective node_locals on one node");
-  return collective_node_local | ++t.collective_built;
-}
-
-void publish_node_local(node_runtime& n, std::uint32_t id, void* instance) {
-  node_local_table& t = table_of(n);
-  ready_flag* built = nullptr;
+  std::shared_ptr<ready_flag> built;
+  std::uint32_t id = 0;
   {
+    // The id and the entry together: a message for this id never finds it numbered but
+    // missing (which would read as destroyed).
     std::lock_guard guard(t.lock);
+    if (t.collective_built + 1 >= collective_node_local)
+      throw usage_error("roam::node_local: too many collective node_locals on one node");
+    id = collective_node_local | ++t.collective_built;
     collective_entry& e = t.collective[id];
     e.instance = instance;
-    built = e.built.get();
+    built = e.built;
   }
   built->set();
+  return id;
 }
 
 void withdraw_node_local(node_runtime& n, std::uint32_t id) noexcept {
@@ -180,7 +189,7 @@ void withdraw_node_local(node_runtime& n, std::uint32_t id) noexcept {
 
 void* collective_node_local_instance(node_runtime& n, std::uint32_t id) {
   node_local_table& t = table_of(n);
-  ready_flag* built = nullptr;
+  std::shared_ptr<ready_flag> built;
   {
     std::lock_guard guard(t.lock);
     auto it = t.collective.find(id);
@@ -193,7 +202,7 @@ void* collective_node_local_instance(node_runtime& n, std::uint32_t id) {
       it = t.collective.emplace(id, collective_entry{}).first;  // built later: wait for it
     }
     if (it->second.built->ready()) return it->second.instance;
-    built = it->second.built.get();
+    built = it->second.built;
   }
   wait(*built);  // a handler suspends until this node builds it
   std::lock_guard guard(t.lock);

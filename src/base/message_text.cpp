@@ -6,7 +6,7 @@ namespace roam {
 namespace detail {
 
 std::string error_text(std::string_view message) {
-  if (message.rfind("roam:", 0) == 0) return std::string(message);
+  if (message.rfind("roam: ", 0) == 0) return std::string(message);
   std::string text = "roam: ";
   text += message;
   return text;
@@ -20,6 +20,11 @@ std::string fatal_text(long node, std::string_view message) {
   if (message.rfind("roam: ", 0) == 0) message.remove_prefix(6);
   text += message;
   return text;
+}
+
+std::string exception_text(const std::exception& e) {
+  if (const auto* r = dynamic_cast<const error*>(&e)) return r->message();
+  return e.what();
 }
 
 }  // namespace detail

@@ -2,6 +2,7 @@
 // that unpacks them on the receiving node.
 #include "aggregation_lanes.hpp"
 
+#include <roam/base/detail/message_text.hpp>
 #include <roam/core/detail/fiber.hpp>
 #include "node_runtime.hpp"
 #include "process_runtime.hpp"
@@ -99,7 +100,7 @@ void run_bundle(node_runtime& node, message_ptr& m) {
         e->batch(node, h.source, p, g.bytes, g.count, g.function);
       } catch (const deserialization_error& ex) {
         fatal("malformed records for handler '" + name() + "' in a bundle from node " +
-              std::to_string(h.source) + ": " + ex.what());
+              std::to_string(h.source) + ": " + exception_text(ex));
       } catch (const std::exception& ex) {
         fatal("handler '" + name() + "' (a channel message from node " + std::to_string(h.source) +
               ") threw " + type_name_of(typeid(ex)) + ": " + ex.what());

@@ -97,13 +97,16 @@ std::vector<setting<config>> core_settings() {
   };
 }
 
-const detail::settings_group& registered = config::registration();
+// Linking the core registers its settings (for --roam-help before any config is made).
+[[maybe_unused]] const detail::settings_group& registered = config::registration();
 
 // The node runtime's own settings are the fields of the config itself; every other layer's
 // live in config::layers.
 void* settings_target(void* context, const detail::settings_group& group) {
   auto& c = *static_cast<config*>(context);
-  return &group == &registered ? static_cast<void*>(&c) : c.layers.get(group);
+  // registration(), not `registered`: a config made during static initialization (a global)
+  // may come before this file's statics.
+  return &group == &config::registration() ? static_cast<void*>(&c) : c.layers.get(group);
 }
 
 }  // namespace
@@ -115,10 +118,12 @@ const detail::settings_group& config::registration() {
 }
 
 void config::set(std::string_view flag, std::string_view value) {
+  (void)registration();
   detail::apply_setting(flag, value, settings_target, this);
 }
 
 config config::from_environment() {
+  (void)registration();  // registered even when called during static initialization
   config c;
   detail::apply_environment(settings_target, &c);
   return c;
@@ -140,7 +145,7 @@ std::uint32_t config::frame_payload_bytes() const noexcept {
 }
 
 std::string config::help_text() {
-  (void)registered;
+  (void)registration();
   return detail::settings_help();
 }
 

@@ -1,5 +1,6 @@
 #include "node_runtime.hpp"
 
+#include <roam/base/detail/message_text.hpp>
 #include <roam/core/detail/fiber.hpp>
 #include "process_runtime.hpp"
 
@@ -266,7 +267,7 @@ bool node_runtime::admitted(message_ptr& m) noexcept {
     return e->admit(*this, m);
   } catch (const deserialization_error& ex) {
     fatal("malformed payload for " + describe(h) + " (" + std::to_string(h.payload_size) +
-          " payload bytes): " + ex.what());
+          " payload bytes): " + exception_text(ex));
   } catch (const std::exception& ex) {
     fatal(describe(h) + ": admitting the message threw " + type_name_of(typeid(ex)) + ": " +
           ex.what());
@@ -302,7 +303,7 @@ void node_runtime::execute(work_item* w) {
     e->invoke(self, m);
   } catch (const deserialization_error& ex) {
     fatal("malformed payload for " + describe(h) + " (" + std::to_string(h.payload_size) +
-          " payload bytes): " + ex.what());
+          " payload bytes): " + exception_text(ex));
   } catch (const std::exception& ex) {
     fatal(describe(h) + ": the handler threw " + type_name_of(typeid(ex)) + ": " + ex.what());
   } catch (...) {

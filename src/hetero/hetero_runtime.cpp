@@ -7,6 +7,7 @@
 #include <atomic>
 #include <charconv>
 #include <cstdlib>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -49,6 +50,14 @@ std::size_t whole_number(std::string_view text, const std::string& origin) {
   return value;
 }
 
+unsigned whole_unsigned(std::string_view text, const std::string& origin) {
+  const std::size_t value = whole_number(text, origin);
+  if (value > std::numeric_limits<unsigned>::max())
+    throw device_error(errc::config,
+                       "invalid value '" + std::string(text) + "' for " + origin + ": too large");
+  return static_cast<unsigned>(value);
+}
+
 std::vector<setting<hetero_options>> hetero_settings() {
   return {
       {"hetero-backends", "ROAM_HETERO_BACKENDS", "host,opencl,cuda",
@@ -59,10 +68,10 @@ std::vector<setting<hetero_options>> hetero_settings() {
        [](hetero_options& o, std::string_view v, const std::string& origin) {
          o.memory_limit = whole_number(v, origin);
        }},
-      {"hetero-host-threads", "ROAM_HETERO_HOST_THREADS", "0..4096",
+      {"hetero-host-threads", "ROAM_HETERO_HOST_THREADS", "n",
        "threads of the host backend (default 0: hardware threads)", false,
        [](hetero_options& o, std::string_view v, const std::string& origin) {
-         as_device_error([&] { o.host_threads = setting_values::count(v, origin, 0, 4096); });
+         o.host_threads = whole_unsigned(v, origin);
        }},
       {"hetero-host-memory", "ROAM_HETERO_HOST_MEMORY", "shared|separate",
        "the host backend computes on host memory (shared, default) or copies like a discrete "
@@ -73,10 +82,12 @@ std::vector<setting<hetero_options>> hetero_settings() {
            o.host_separate_memory = setting_values::choice(v, origin, {"shared", "separate"}) == 1;
          });
        }},
-      {"hetero-queues", "ROAM_HETERO_QUEUES", "1..1024", "compute queues per device (default 2)",
+      {"hetero-queues", "ROAM_HETERO_QUEUES", "n >= 1", "compute queues per device (default 2)",
        false,
        [](hetero_options& o, std::string_view v, const std::string& origin) {
-         as_device_error([&] { o.compute_queues = setting_values::count(v, origin, 1, 1024); });
+         o.compute_queues = whole_unsigned(v, origin);
+         if (o.compute_queues == 0)
+           throw device_error(errc::config, "invalid value '0' for " + origin + ": at least 1");
        }},
       {"hetero-dispatch", "ROAM_HETERO_DISPATCH", "callers|engine",
        "who runs the engine's work: the threads that submit and complete (callers, default), or "
@@ -94,7 +105,7 @@ std::vector<setting<hetero_options>> hetero_settings() {
 [[maybe_unused]] const detail::settings_group& registered = hetero_options::registration();
 
 void* only_hetero_settings(void* options, const detail::settings_group& group) {
-  return &group == &registered ? options : nullptr;
+  return &group == &hetero_options::registration() ? options : nullptr;
 }
 
 }  // namespace
@@ -115,6 +126,7 @@ hetero_options hetero_options::from_environment() {
     if (const void* given = job->find(registration()))
       return *static_cast<const hetero_options*>(given);
   hetero_options options;
+  (void)registration();  // registered even when called during static initialization
   detail::apply_environment(only_hetero_settings, &options);
   return options;
 }

@@ -202,6 +202,17 @@ void run_operation(node_runtime& n, object_entry& e, message_ptr& m,
 // ---- installation -------------------------------------------------------------------------
 
 void install_object(node_runtime& n, installation inst) {
+  // Checked before anything is installed, so that a malformed pack is reported as such.
+  std::vector<std::pair<node_id, std::uint64_t>> early_keys;
+  early_keys.reserve(inst.early.size());
+  for (const message_ptr& m : inst.early) {
+    const object_message_header oh = read_object_header(*m);
+    early_keys.emplace_back(oh.origin, oh.seq);
+  }
+  std::sort(early_keys.begin(), early_keys.end());
+  if (std::adjacent_find(early_keys.begin(), early_keys.end()) != early_keys.end())
+    throw deserialization_error("two messages packed with " + describe_object(inst.id) +
+                                " have the same sequence number");
   object_entry& e = directory_of(n).find_or_insert(inst.id);
   set_aside_list later, granted;
   {
@@ -217,20 +228,17 @@ void install_object(node_runtime& n, installation inst) {
     s.expected = std::move(inst.expected);
     s.pending_cost = 0;
     s.pending_count = 0;
-    for (set_aside_message& m : inst.ready) {
+    for (message_ptr& m : inst.ready) {
       s.pending_cost += read_object_header(*m).cost;
       ++s.pending_count;
       m->local_progress = stage_admitted;
-      s.ready.push_back(std::move(m));
+      s.ready.push_back(set_aside_message::adopt(std::move(m)));
     }
-    for (set_aside_message& m : inst.early) {
+    for (message_ptr& m : inst.early) {
       object_message_header oh = read_object_header(*m);
       s.pending_cost += oh.cost;
       ++s.pending_count;
-      if (s.early.count(std::pair{oh.origin, oh.seq}))
-        throw deserialization_error("two messages packed with " + describe_object(inst.id) +
-                                    " have the same sequence number");
-      s.early.emplace(std::pair{oh.origin, oh.seq}, std::move(m));
+      s.early.emplace(std::pair{oh.origin, oh.seq}, set_aside_message::adopt(std::move(m)));
     }
     e.learn_route({inst.version, id_of(n)});
     directory_of(n).add_resident(e);
@@ -268,10 +276,8 @@ void receive_migrated_object(node_runtime& n, message_ptr& m, object_unpack_func
     inst.expected.push_back(next);
   }
   // Their pending counts came with them (set_aside_message::transfer on the old node).
-  for (std::uint32_t i = 0; i < ih.ready_count; ++i)
-    inst.ready.push_back(set_aside_message::adopt(read_message(r)));
-  for (std::uint32_t i = 0; i < ih.early_count; ++i)
-    inst.early.push_back(set_aside_message::adopt(read_message(r)));
+  for (std::uint32_t i = 0; i < ih.ready_count; ++i) inst.ready.push_back(read_message(r));
+  for (std::uint32_t i = 0; i < ih.early_count; ++i) inst.early.push_back(read_message(r));
   r.expect_end();
   install_object(n, std::move(inst));
   if (ih.reply_to) {

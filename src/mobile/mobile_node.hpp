@@ -80,8 +80,11 @@ struct installation {
   std::uint32_t version = 0;
   std::unique_ptr<object_box> object;
   std::vector<std::pair<node_id, std::uint64_t>> expected;
-  set_aside_list ready;  ///< admitted messages, in queue order
-  set_aside_list early;  ///< messages ahead of their turn
+  // Read from the install message; their pending counts came with them, and they become
+  // set-aside tokens once the installation has checked them (a malformed one is reported,
+  // not lost).
+  std::vector<message_ptr> ready;  ///< admitted messages, in queue order
+  std::vector<message_ptr> early;  ///< messages ahead of their turn
 };
 void install_object(node_runtime& n, installation inst);
 

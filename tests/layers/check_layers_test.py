@@ -4,7 +4,9 @@
   2. an upward include (the transport including the load balancer's header) fails, naming
      the file, the header and the layers;
   3. a private header of another layer (mobile including src/core/scheduler.hpp) fails;
-  4. a header of no declared layer fails.
+  4. a public header including its own layer's private header fails (it would not install);
+  5. an include through '..' is judged by where it leads;
+  6. a header of no declared layer fails.
 Usage: check_layers_test.py ROOT CHECKER --layer NAME=DEPS ...
 """
 
@@ -57,6 +59,18 @@ def main():
         rc, out = run(checker, scratch, graph)
         expect(rc == 1 and "src/mobile/directory.cpp:1" in out and "private header" in out,
                "another layer's private header fails", out)
+        undo()
+
+        undo = inject(scratch, "include/roam/core/runtime.hpp", '#include "../../../src/core/scheduler.hpp"')
+        rc, out = run(checker, scratch, graph)
+        expect(rc == 1 and "include/roam/core/runtime.hpp:1" in out,
+               "a public header including its own layer's private header fails", out)
+        undo()
+
+        undo = inject(scratch, "src/base/fatal.cpp", "#include <roam/base/../lb/policy.hpp>")
+        rc, out = run(checker, scratch, graph)
+        expect(rc == 1 and "layer 'lb', which layer 'base' may not use" in out,
+               "a path through '..' is judged by where it leads", out)
         undo()
 
         undo = inject(scratch, "include/roam/am/send.hpp", "#include <roam/nowhere/x.hpp>")

@@ -39,9 +39,9 @@ TEST(Errors, EveryErrorDerivesFromTheRootWithItsCode) {
 
 TEST(Errors, OneFormatWithOnePrefix) {
   EXPECT_EQ(roam::detail::error_text("no node"), "roam: no node");
-  // Already formatted, or naming a roam function: kept as it is.
+  // Already formatted: kept as it is. A message naming a roam function gets the prefix too.
   EXPECT_EQ(roam::detail::error_text("roam: no node"), "roam: no node");
-  EXPECT_EQ(roam::detail::error_text("roam::spawn: too large"), "roam::spawn: too large");
+  EXPECT_EQ(roam::detail::error_text("roam::spawn: too large"), "roam: roam::spawn: too large");
   EXPECT_EQ(roam::usage_error("roam: twice").message(), "twice");
   EXPECT_EQ(roam::detail::fatal_text(3, "boom"), "roam: fatal error on node 3: boom");
   EXPECT_EQ(roam::detail::fatal_text(-1, "boom"), "roam: fatal error: boom");

@@ -54,7 +54,6 @@ inline constexpr std::uint32_t collective_node_local = 0x80000000u;
 /// Registers a lazy node_local (process-wide, for its whole life); returns its id.
 std::uint32_t register_lazy_node_local(const node_local_kind& kind);
 void unregister_lazy_node_local(std::uint32_t id) noexcept;
-std::uint32_t next_collective_node_local_id(node_runtime& n);
 
 /// The instance of lazy node_local `id` on `n`, made on first use.
 void* lazy_node_local(node_runtime& n, std::uint32_t id);
@@ -74,10 +73,10 @@ struct node_local_slots {
 /// local()'s slow path: makes this run's slots if needed, and the calling node's instance.
 void* lazy_node_local_slow(std::atomic<node_local_slots*>& slots,
                            std::unique_ptr<node_local_slots>& owned, std::uint32_t id);
-/// A collective node_local's instance on `n`: published by its constructor, withdrawn by its
-/// destructor. find waits (suspending a handler) for one not built yet and stops the job for
-/// one already destroyed.
-void publish_node_local(node_runtime& n, std::uint32_t id, void* instance);
+/// A collective node_local's instance on `n`: published by its constructor (which gets its
+/// id, the next of the node, at once), withdrawn by its destructor. A message for one not
+/// built yet waits for it (its handler suspends); one for an instance destroyed stops the job.
+std::uint32_t publish_collective_node_local(node_runtime& n, void* instance);
 void withdraw_node_local(node_runtime& n, std::uint32_t id) noexcept;
 void* collective_node_local_instance(node_runtime& n, std::uint32_t id);
 
@@ -167,8 +166,7 @@ class node_local {
   explicit node_local(collective_t, Args&&... args)
       : node_(&detail::require_node("roam::node_local(roam::collective, ...)")),
         owned_(std::make_unique<T>(std::forward<Args>(args)...)) {
-    id_ = detail::next_collective_node_local_id(*node_);
-    detail::publish_node_local(*node_, id_, owned_.get());
+    id_ = detail::publish_collective_node_local(*node_, owned_.get());
   }
   node_local(const node_local&) = delete;
   node_local& operator=(const node_local&) = delete;
@@ -181,20 +179,10 @@ class node_local {
 
   /// This node's instance (the calling thread's node). Throws roam::usage_error on a thread
   /// of no node.
-  T& local() {
-    if (owned_) return *owned_;
-    if (const auto* s = slots_.load(std::memory_order_acquire);
-        s && s->generation == detail::node_local_generation.load(std::memory_order_acquire)) {
-      const node_id index = roam::this_node() - s->first;
-      if (index < s->count)
-        if (void* instance = s->instances[index].load(std::memory_order_acquire))
-          return *static_cast<T*>(instance);
-    }
-    return *static_cast<T*>(detail::lazy_node_local_slow(slots_, slots_owned_, id_));
-  }
+  T& local() { return instance(); }
   /// This node's instance, as local().
   ///@{
-  const T& local() const { return const_cast<node_local*>(this)->local(); }
+  const T& local() const { return instance(); }
   T& operator*() { return local(); }
   T* operator->() { return &local(); }
   ///@}
@@ -234,6 +222,18 @@ class node_local {
   }
 
  private:
+  T& instance() const {
+    if (owned_) return *owned_;
+    if (const auto* s = slots_.load(std::memory_order_acquire);
+        s && s->generation == detail::node_local_generation.load(std::memory_order_acquire)) {
+      const node_id index = roam::this_node() - s->first;
+      if (index < s->count)
+        if (void* found = s->instances[index].load(std::memory_order_acquire))
+          return *static_cast<T*>(found);
+    }
+    return *static_cast<T*>(detail::lazy_node_local_slow(slots_, slots_owned_, id_));
+  }
+
   template <class Invoke, class Signature = Invoke>
   auto handler_for() const {
     static_assert(std::is_empty_v<Invoke> && std::is_default_constructible_v<Invoke>,
@@ -246,11 +246,12 @@ class node_local {
   }
 
   std::uint32_t id_ = 0;
-  detail::node_runtime* node_ = nullptr;                   // collective: the node that built it
-  std::unique_ptr<T> owned_;                               // collective: this node's instance
-  std::function<T()> factory_;                             // lazy: how each node's instance is made
-  std::atomic<detail::node_local_slots*> slots_{nullptr};  // lazy: this run's instances
-  std::unique_ptr<detail::node_local_slots> slots_owned_;  // lazy: every run's slots
+  detail::node_runtime* node_ = nullptr;  // collective: the node that built it
+  std::unique_ptr<T> owned_;              // collective: this node's instance
+  std::function<T()> factory_;            // lazy: how each node's instance is made
+  // Lazy: this run's instances, and every run's slots; local() const fills them too.
+  mutable std::atomic<detail::node_local_slots*> slots_{nullptr};
+  mutable std::unique_ptr<detail::node_local_slots> slots_owned_;
 };
 
 template <class R, class S, class... P>

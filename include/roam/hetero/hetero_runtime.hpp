@@ -7,7 +7,10 @@
 // Configuration: hetero_options, or the settings registered in the settings registry
 // (`--roam-help` lists them): ROAM_HETERO_BACKENDS, ROAM_HETERO_MEMORY_LIMIT,
 // ROAM_HETERO_HOST_THREADS, ROAM_HETERO_HOST_MEMORY, ROAM_HETERO_QUEUES and
-// ROAM_HETERO_DISPATCH, or the flags --roam-hetero-* given to roam::run.
+// ROAM_HETERO_DISPATCH. The flags --roam-hetero-* given to roam::run reach a hetero_runtime
+// made inside the run's body (through from_environment()); one made before roam::run reads
+// the environment only. In a program that links the framework, roam::run also rejects a
+// malformed ROAM_HETERO_* value at start-up.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
