@@ -7,6 +7,8 @@
 #pragma once
 
 #include "work_queue.hpp"
+
+#include <roam/core/detail/tasklet_queues.hpp>
 #include "work_stealing_deque.hpp"
 
 #include <roam/core/config.hpp>
@@ -166,9 +168,6 @@ class scheduler {
   std::mutex waiter_lock_;
   std::condition_variable waiter_cv_;
 };
-
-/// Capped exponential back-off step of an idle thread.
-void back_off(unsigned rounds) noexcept;
 
 /// Marks the calling thread as its node's application thread (it gets a tasklet deque).
 void mark_application_thread(bool yes) noexcept;

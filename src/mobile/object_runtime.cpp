@@ -512,11 +512,8 @@ void deliver_object_message(node_runtime& n, message_ptr& m, object_run_function
     case gate_result::run_now:
       run_granted(n, e, m, oh, run);
       return;
-    case gate_result::queued:
-      // Granted, but a scheduling policy runs it: this turn counts as handled when it
-      // ends; the queued message was set aside and counts again when it runs.
-      return;
-    case gate_result::consumed:
+    case gate_result::queued:    // granted, but a scheduling policy runs it: it was set aside
+    case gate_result::consumed:  // and counts again when it runs; this turn ends here
       return;
   }
 }

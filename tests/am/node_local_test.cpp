@@ -34,7 +34,7 @@ TEST(NodeLocal, AGlobalHasOneInstancePerNodeReachableByMessages) {
       for (roam::node_id d = 0; d < n; ++d) received.send<deliver>(d, long(me) + 1);
       for (roam::node_id d = 0; d < n; ++d)
         received.send(
-            d, [](std::atomic<long>& mine, int x) { mine += 100 * x; }, 1);
+            d, [](std::atomic<long>& mine, long x) { mine += 100 * x; }, 1L);
       roam::barrier_all_handled();
       EXPECT_EQ(received.local().load(), long(n) * (n + 1) / 2 + 100 * long(n));
       EXPECT_EQ(greeting.local(), "hello from a factory");
