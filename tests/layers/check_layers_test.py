@@ -48,36 +48,29 @@ def main():
         rc, out = run(checker, scratch, graph)
         expect(rc == 0, "the tree as it is passes", out)
 
-        undo = inject(scratch, "src/transport/wire.cpp", "#include <roam/lb/policy.hpp>")
-        rc, out = run(checker, scratch, graph)
-        expect(rc == 1 and "src/transport/wire.cpp:1: includes <roam/lb/policy.hpp>" in out
-               and "layer 'lb', which layer 'transport' may not use" in out,
-               "an upward include (transport -> lb) fails", out)
-        undo()
-
-        undo = inject(scratch, "src/mobile/directory.cpp", '#include "../core/scheduler.hpp"')
-        rc, out = run(checker, scratch, graph)
-        expect(rc == 1 and "src/mobile/directory.cpp:1" in out and "private header" in out,
-               "another layer's private header fails", out)
-        undo()
-
-        undo = inject(scratch, "include/roam/core/runtime.hpp", '#include "../../../src/core/scheduler.hpp"')
-        rc, out = run(checker, scratch, graph)
-        expect(rc == 1 and "include/roam/core/runtime.hpp:1" in out,
-               "a public header including its own layer's private header fails", out)
-        undo()
-
-        undo = inject(scratch, "src/base/fatal.cpp", "#include <roam/base/../lb/policy.hpp>")
-        rc, out = run(checker, scratch, graph)
-        expect(rc == 1 and "layer 'lb', which layer 'base' may not use" in out,
-               "a path through '..' is judged by where it leads", out)
-        undo()
-
-        undo = inject(scratch, "include/roam/am/send.hpp", "#include <roam/nowhere/x.hpp>")
-        rc, out = run(checker, scratch, graph)
-        expect(rc == 1 and "roam/nowhere is no layer" in out,
-               "a header of no declared layer fails", out)
-        undo()
+        # (file, injected line, texts the report must contain, what it shows)
+        cases = [
+            ("src/transport/wire.cpp", "#include <roam/lb/policy.hpp>",
+             ["src/transport/wire.cpp:1: includes <roam/lb/policy.hpp>",
+              "layer 'lb', which layer 'transport' may not use"],
+             "an upward include (transport -> lb) fails"),
+            ("src/mobile/directory.cpp", '#include "../core/scheduler.hpp"',
+             ["src/mobile/directory.cpp:1", "private header"],
+             "another layer's private header fails"),
+            ("include/roam/core/runtime.hpp", '#include "../../../src/core/scheduler.hpp"',
+             ["include/roam/core/runtime.hpp:1"],
+             "a public header including its own layer's private header fails"),
+            ("src/base/fatal.cpp", "#include <roam/base/../lb/policy.hpp>",
+             ["layer 'lb', which layer 'base' may not use"],
+             "a path through '..' is judged by where it leads"),
+            ("include/roam/am/send.hpp", "#include <roam/nowhere/x.hpp>",
+             ["roam/nowhere is no layer"], "a header of no declared layer fails"),
+        ]
+        for relative, line, texts, what in cases:
+            undo = inject(scratch, relative, line)
+            rc, out = run(checker, scratch, graph)
+            expect(rc == 1 and all(t in out for t in texts), what, out)
+            undo()
 
         rc, out = run(checker, scratch, graph)
         expect(rc == 0, "the tree passes again once the injections are undone", out)
