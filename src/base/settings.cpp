@@ -154,15 +154,20 @@ const void* layer_settings::find(const detail::settings_group& group) const noex
 
 namespace setting_values {
 
-std::uint32_t count(std::string_view text, const std::string& origin, std::uint32_t min,
-                    std::uint32_t max) {
+std::uint64_t whole(std::string_view text, const std::string& origin, std::uint64_t min,
+                    std::uint64_t max) {
   std::uint64_t v = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc{} || end != text.data() + text.size() || v < min || v > max)
     throw config_error("invalid value '" + std::string(text) + "' for " + origin +
                        ": expected an integer in [" + std::to_string(min) + ", " +
                        std::to_string(max) + "]");
-  return static_cast<std::uint32_t>(v);
+  return v;
+}
+
+std::uint32_t count(std::string_view text, const std::string& origin, std::uint32_t min,
+                    std::uint32_t max) {
+  return static_cast<std::uint32_t>(whole(text, origin, min, max));
 }
 
 double real(std::string_view text, const std::string& origin, double min, double max) {

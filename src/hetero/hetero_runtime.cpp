@@ -5,7 +5,6 @@
 #include <roam/base/settings.hpp>
 
 #include <atomic>
-#include <charconv>
 #include <cstdlib>
 #include <limits>
 #include <stdexcept>
@@ -30,33 +29,9 @@ std::shared_ptr<detail::hetero_engine> engine_or_throw() {
   return current_engine;
 }
 
-// The framework's settings reject what they reject with device_error (code errc::config),
-// so that a catch of device_error sees every failure of the framework.
-template <class Apply>
-void as_device_error(Apply apply) {
-  try {
-    apply();
-  } catch (const config_error& e) {
-    throw device_error(errc::config, e.message());
-  }
-}
-
-std::size_t whole_number(std::string_view text, const std::string& origin) {
-  std::size_t value = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || ptr != text.data() + text.size() || text.empty())
-    throw device_error(errc::config, "invalid value '" + std::string(text) + "' for " + origin +
-                                         ": expected a whole number");
-  return value;
-}
-
-unsigned whole_unsigned(std::string_view text, const std::string& origin) {
-  const std::size_t value = whole_number(text, origin);
-  if (value > std::numeric_limits<unsigned>::max())
-    throw device_error(errc::config,
-                       "invalid value '" + std::string(text) + "' for " + origin + ": too large");
-  return static_cast<unsigned>(value);
-}
+using setting_values::choice;
+using setting_values::whole;
+constexpr std::uint64_t any_unsigned = std::numeric_limits<unsigned>::max();
 
 std::vector<setting<hetero_options>> hetero_settings() {
   return {
@@ -66,37 +41,30 @@ std::vector<setting<hetero_options>> hetero_settings() {
       {"hetero-memory-limit", "ROAM_HETERO_MEMORY_LIMIT", "bytes",
        "cap on the memory the framework uses per device (default 0: the device's memory)", false,
        [](hetero_options& o, std::string_view v, const std::string& origin) {
-         o.memory_limit = whole_number(v, origin);
+         o.memory_limit = whole(v, origin, 0, std::numeric_limits<std::size_t>::max());
        }},
       {"hetero-host-threads", "ROAM_HETERO_HOST_THREADS", "n",
        "threads of the host backend (default 0: hardware threads)", false,
        [](hetero_options& o, std::string_view v, const std::string& origin) {
-         o.host_threads = whole_unsigned(v, origin);
+         o.host_threads = static_cast<unsigned>(whole(v, origin, 0, any_unsigned));
        }},
       {"hetero-host-memory", "ROAM_HETERO_HOST_MEMORY", "shared|separate",
        "the host backend computes on host memory (shared, default) or copies like a discrete "
        "device (separate)",
        false,
        [](hetero_options& o, std::string_view v, const std::string& origin) {
-         as_device_error([&] {
-           o.host_separate_memory = setting_values::choice(v, origin, {"shared", "separate"}) == 1;
-         });
+         o.host_separate_memory = choice(v, origin, {"shared", "separate"}) == 1;
        }},
-      {"hetero-queues", "ROAM_HETERO_QUEUES", "n >= 1", "compute queues per device (default 2)",
-       false,
+      {"hetero-queues", "ROAM_HETERO_QUEUES", "n", "compute queues per device (default 2)", false,
        [](hetero_options& o, std::string_view v, const std::string& origin) {
-         o.compute_queues = whole_unsigned(v, origin);
-         if (o.compute_queues == 0)
-           throw device_error(errc::config, "invalid value '0' for " + origin + ": at least 1");
+         o.compute_queues = static_cast<unsigned>(whole(v, origin, 1, any_unsigned));
        }},
       {"hetero-dispatch", "ROAM_HETERO_DISPATCH", "callers|engine",
        "who runs the engine's work: the threads that submit and complete (callers, default), or "
        "only the engine thread",
        false,
        [](hetero_options& o, std::string_view v, const std::string& origin) {
-         as_device_error([&] {
-           o.dispatch_on_callers = setting_values::choice(v, origin, {"callers", "engine"}) == 0;
-         });
+         o.dispatch_on_callers = choice(v, origin, {"callers", "engine"}) == 0;
        }},
   };
 }
@@ -127,7 +95,12 @@ hetero_options hetero_options::from_environment() {
       return *static_cast<const hetero_options*>(given);
   hetero_options options;
   (void)registration();  // registered even when called during static initialization
-  detail::apply_environment(only_hetero_settings, &options);
+  try {
+    detail::apply_environment(only_hetero_settings, &options);
+  } catch (const config_error& e) {
+    // The framework used on its own reports every failure as a device_error.
+    throw device_error(errc::config, e.message());
+  }
   return options;
 }
 

@@ -344,3 +344,28 @@ TEST(HeteroGlobalPointers, PutAndGetReachDeviceDataOnTheOwner) {
   EXPECT_EQ(arrived_elements.load() % 100, 0u);
   EXPECT_GT(arrived_elements.load(), 0u);
 }
+
+namespace {
+
+// The framework's settings are in roam's registry: flags given to roam::run reach a
+// hetero_options made inside the run, and roam::config rejects a bad value like any setting.
+TEST(HeteroSettings, TheRunsFlagsReachTheFrameworkInsideTheRun) {
+  std::string program = "prog", queues = "--roam-hetero-queues=3",
+              memory = "--roam-hetero-host-memory", separate = "separate";
+  char* argv[] = {program.data(), queues.data(), memory.data(), separate.data(), nullptr};
+  int argc = 4;
+  roam::config cfg = roam::config::from_args(argc, argv);
+  EXPECT_EQ(argc, 1);
+  EXPECT_EQ(cfg.of<roam::hetero_options>().compute_queues, 3u);
+  ASSERT_EQ(roam::run(cfg,
+                      [] {
+                        const roam::hetero_options seen = roam::hetero_options::from_environment();
+                        EXPECT_EQ(seen.compute_queues, 3u);
+                        EXPECT_TRUE(seen.host_separate_memory);
+                      }),
+            0);
+  EXPECT_THROW(cfg.set("hetero-queues", "0"), roam::config_error);
+  EXPECT_THROW(cfg.set("hetero-dispatch", "workers"), roam::config_error);
+}
+
+}  // namespace

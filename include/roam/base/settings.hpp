@@ -121,7 +121,10 @@ class layer_settings {
 /// Parsers for the `apply` functions of settings: each throws roam::config_error
 /// "invalid value '<text>' for <origin>: expected ..." when `text` does not fit.
 namespace setting_values {
-/// An integer in [min, max].
+/// A whole number in [min, max].
+std::uint64_t whole(std::string_view text, const std::string& origin, std::uint64_t min,
+                    std::uint64_t max);
+/// A whole number in [min, max] that fits 32 bits.
 std::uint32_t count(std::string_view text, const std::string& origin, std::uint32_t min,
                     std::uint32_t max);
 /// A number in [min, max].

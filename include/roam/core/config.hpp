@@ -85,8 +85,7 @@ struct config {
 
   /// Parses roam flags out of argv (removing them, so the application sees only its own
   /// arguments) on top of the environment. Throws roam::config_error naming the flag or
-  /// variable and the accepted values (roam::device_error with code errc::config for the
-  /// heterogeneous framework's settings).
+  /// variable and the accepted values.
   static config from_args(int& argc, char** argv);
   /// Environment variables only.
   static config from_environment();

@@ -10,7 +10,7 @@
 // ROAM_HETERO_DISPATCH. The flags --roam-hetero-* given to roam::run reach a hetero_runtime
 // made inside the run's body (through from_environment()); one made before roam::run reads
 // the environment only. In a program that links the framework, roam::run also rejects a
-// malformed ROAM_HETERO_* value at start-up.
+// malformed ROAM_HETERO_* value at start-up (a config_error, as for every setting).
 #include <cstddef>
 #include <cstdint>
 #include <memory>
