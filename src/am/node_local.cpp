@@ -16,8 +16,9 @@ std::atomic<std::uint64_t> node_local_generation{0};
 
 namespace {
 
-// Lazy node_locals are globals: a few per program. Their ids index a two-level table, so that
-// local() finds its instance with atomic loads only.
+// Lazy node_locals are globals: a few per program. Their ids index a two-level table of each
+// node's instances (which messages and local()'s slow path read); local() itself reads the
+// node_local's per-run slots.
 constexpr std::uint32_t lazy_chunk = 64;
 constexpr std::uint32_t most_lazy = lazy_chunk * 64;
 
@@ -48,7 +49,6 @@ struct collective_entry {
 };
 
 struct node_local_table {
-  explicit node_local_table(node_runtime& node) : n(node) {}
   ~node_local_table() {
     node_local_generation.fetch_add(1, std::memory_order_acq_rel);
     for (std::uint32_t c = 0; c < chunks.size(); ++c) {
@@ -61,7 +61,6 @@ struct node_local_table {
     }
   }
 
-  node_runtime& n;
   using chunk_type = std::array<std::atomic<void*>, lazy_chunk>;
   std::array<std::atomic<chunk_type*>, most_lazy / lazy_chunk> chunks{};
   std::mutex lock;                     // creation of lazy instances; the collective entries
@@ -71,7 +70,7 @@ struct node_local_table {
 
 const extension_key table_extension = register_node_extension(
     {"per-node state (roam::node_local)", 40,
-     [](node_runtime& n) -> void* { return new node_local_table(n); },
+     [](node_runtime&) -> void* { return new node_local_table(); },
      [](void* state) noexcept { delete static_cast<node_local_table*>(state); }});
 
 node_local_table& table_of(node_runtime& n) {

@@ -43,12 +43,12 @@ node_runtime& collective_node(const char* caller, node_id root) {
   // barrier is quiescence's usual companion): the job hung without a word. The error
   // becomes a fatal error naming the handler (node_runtime::execute).
   if (this_task::is_suspendable())
-    throw usage_error(std::string() + caller +
+    throw usage_error(std::string(caller) +
                       " called from inside a handler or tasklet; collectives are called by "
                       "every node's application thread (the body of roam::run), in the same "
                       "order on every node");
   if (root >= size_of(n))
-    throw usage_error(std::string() + caller + ": root node " + std::to_string(root) +
+    throw usage_error(std::string(caller) + ": root node " + std::to_string(root) +
                       " is out of range (the job has " + std::to_string(size_of(n)) + " nodes)");
   return n;
 }

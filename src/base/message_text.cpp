@@ -4,11 +4,21 @@
 
 namespace roam {
 namespace detail {
+namespace {
+
+constexpr std::string_view prefix = "roam: ";
+
+// A message already formatted (a roam::error's what() passed on) loses its prefix once.
+std::string_view without_prefix(std::string_view message) noexcept {
+  if (message.rfind(prefix, 0) == 0) message.remove_prefix(prefix.size());
+  return message;
+}
+
+}  // namespace
 
 std::string error_text(std::string_view message) {
-  if (message.rfind("roam: ", 0) == 0) return std::string(message);
-  std::string text = "roam: ";
-  text += message;
+  std::string text(prefix);
+  text += without_prefix(message);
   return text;
 }
 
@@ -16,9 +26,7 @@ std::string fatal_text(long node, std::string_view message) {
   std::string text = "roam: fatal error";
   if (node >= 0) text += " on node " + std::to_string(node);
   text += ": ";
-  // A roam::error's text embedded whole keeps its meaning without a second prefix.
-  if (message.rfind("roam: ", 0) == 0) message.remove_prefix(6);
-  text += message;
+  text += without_prefix(message);
   return text;
 }
 
@@ -45,6 +53,6 @@ const char* to_string(errc code) noexcept {
 error::error(errc code, std::string_view message)
     : std::runtime_error(detail::error_text(message)),
       code_(code),
-      message_(message.rfind("roam: ", 0) == 0 ? message.substr(6) : message) {}
+      message_(detail::without_prefix(message)) {}
 
 }  // namespace roam

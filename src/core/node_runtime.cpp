@@ -361,7 +361,7 @@ namespace roam::detail {
 
 node_runtime& require_node(const char* caller) {
   if (!tl_node)
-    throw usage_error(std::string() + caller +
+    throw usage_error(std::string(caller) +
                       " called outside roam::run or from a thread that belongs to no node");
   return *tl_node;
 }

@@ -59,7 +59,7 @@ node_runtime& sending_node(const char* caller) {
   if (node_runtime* n = current_node()) return *n;
   if (process_runtime* p = active_process(); p && p->nodes().size() == 1)
     return *p->nodes().front();
-  throw usage_error(std::string() + caller +
+  throw usage_error(std::string(caller) +
                     " called outside roam::run, or from a thread of the application while this "
                     "process hosts several virtual nodes (call it from a node's thread instead)");
 }

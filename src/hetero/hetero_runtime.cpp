@@ -176,7 +176,7 @@ device_event copy_range(const std::shared_ptr<hetero_object_state>& object,
                         std::size_t element_size, std::size_t size, bool write, std::size_t first,
                         std::size_t count, void* data, std::shared_ptr<void> owner) {
   const char* what = write ? "write_range" : "read_range";
-  if (!object) throw device_error(std::string() + what + "() on an empty hetero_object");
+  if (!object) throw device_error(std::string(what) + "() on an empty hetero_object");
   check_range(size, first, count, write);
   if (count == 0) return device_event::completed();
   return object->engine->copy_range(object, write, first * element_size, count * element_size, data,

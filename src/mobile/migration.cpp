@@ -313,7 +313,7 @@ template <class R>
 future<R> call_operation(const char* caller, const object_id& id, object_operation op, access mode,
                          const void* extra = nullptr, std::size_t size = 0) {
   node_runtime& n = sending_node(caller);
-  if (!id.index) throw usage_error(std::string() + caller + " on a null mobile_ptr");
+  if (!id.index) throw usage_error(std::string(caller) + " on a null mobile_ptr");
   auto state = std::make_shared<call_state<R>>();
   // From a handler that holds this object in a way the operation cannot share, the
   // operation runs only after the handler returns: waiting for it there never ends.
@@ -321,7 +321,7 @@ future<R> call_operation(const char* caller, const object_id& id, object_operati
       held && held->target.home == id.home && held->target.index == id.index &&
       (mode == access::exclusive || held->access == static_cast<std::uint8_t>(access::exclusive)))
     state->forbid_wait_from_this_fiber(
-        std::string("roam: ") + caller + " of " + describe_object(id) +
+        std::string(caller) + " of " + describe_object(id) +
         " waited for inside a handler running on that object: the operation needs the object, "
         "which the handler holds until it returns (do not wait for it there; use then(), or "
         "wait elsewhere)");

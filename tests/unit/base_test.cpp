@@ -48,6 +48,9 @@ TEST(Errors, OneFormatWithOnePrefix) {
   // An error's text embedded in a fatal report is not prefixed twice.
   EXPECT_EQ(roam::detail::fatal_text(0, roam::usage_error("bad").what()),
             "roam: fatal error on node 0: bad");
+  // Embedded in another message: a roam::error without its prefix, anything else as it is.
+  EXPECT_EQ(roam::detail::exception_text(roam::deserialization_error("short")), "short");
+  EXPECT_EQ(roam::detail::exception_text(std::runtime_error("plain")), "plain");
   const roam::remote_error remote("std::out_of_range", "index 9", "handler 'f' threw");
   EXPECT_EQ(remote.code(), roam::errc::remote);
   EXPECT_EQ(remote.exception_type(), "std::out_of_range");

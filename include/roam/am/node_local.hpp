@@ -84,8 +84,6 @@ template <class Sig>
 struct node_local_signature;
 template <class R, class S, class... P>
 struct node_local_signature<R(S&, P...)> {
-  using result = R;
-  using state = S;
   template <class T, class Invoke>
   struct handler;
 };
