@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -70,8 +71,15 @@ TEST(NodeLocal, ACollectiveOneIsBuiltOnEveryNodeAndMessagesWaitForIt) {
     EXPECT_EQ(first, int(last));
     EXPECT_EQ(values.local(), std::vector<int>(3, int(me)));
     roam::barrier();  // nobody reads its own instance while the others push
+    // Several workers of the last node may run these handlers at once: T needs its own lock.
     values.send(
-        last, [](std::vector<int>& v, int x) { v.push_back(x); }, int(me));
+        last,
+        [](std::vector<int>& v, int x) {
+          static std::mutex pushing;
+          const std::lock_guard<std::mutex> hold(pushing);
+          v.push_back(x);
+        },
+        int(me));
     roam::barrier_all_handled();  // no message to `values` is left anywhere
     if (me == last) {
       EXPECT_EQ(values.local().size(), 3u + n);
