@@ -203,14 +203,14 @@ coherence host_state(const hetero_object_state& object) noexcept {
 }
 
 std::shared_ptr<hetero_task_state> make_hetero_task(const kernel& k, const launch_dims& dims) {
-  auto task = engine_or_throw()->new_task();
-  task->function = &k;
-  task->dims = dims;
   if (dims.group_count() == 0 || dims.local_count() == 0) {
     throw device_error(std::string("kernel '") + (k.name != nullptr ? k.name : "?") +
                        "' launched with a zero dimension");
   }
-  return task;
+  kernel_launch launch;
+  launch.function = &k;
+  launch.dims = dims;
+  return engine_or_throw()->new_task(std::move(launch));
 }
 
 namespace {
@@ -245,15 +245,16 @@ void add_value_argument(hetero_task_state& task, const kernel_argument& value) {
 
 void set_local_memory(hetero_task_state& task, std::size_t bytes) {
   check_building(task, "local_memory");
-  task.local_bytes = bytes;
+  task.as_kernel()->local_bytes = bytes;
 }
 
 void set_target(hetero_task_state& task, device_type type, std::optional<roam::backend> on_backend,
                 int device_index) {
   check_building(task, "on");
-  task.target = type;
-  task.target_backend = on_backend;
-  task.target_device = device_index;
+  auto& launch = *task.as_kernel();
+  launch.target = type;
+  launch.target_backend = on_backend;
+  launch.target_device = device_index;
 }
 
 void set_implicit_dependencies(hetero_task_state& task, bool enabled) {
@@ -280,7 +281,8 @@ void submit_task(const std::shared_ptr<hetero_task_state>& task) {
     std::vector<kernel_argument> arguments;
     arguments.reserve(task->arguments.size());
     for (const auto& a : task->arguments) arguments.push_back(a.value);
-    check_launch(*task->function, task->dims, arguments);
+    const auto& launch = *task->as_kernel();
+    check_launch(*launch.function, launch.dims, arguments);
   }
   task->engine->submit(task);
 }
