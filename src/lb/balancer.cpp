@@ -2,6 +2,7 @@
 // notices, a work source for policies that schedule handlers) and into the node's object
 // protocol (load notifications, granted handlers), and calls balance() on its own thread.
 #include "builtin_policies.hpp"
+#include "load_statistics.hpp"
 
 #include <roam/lb/policy.hpp>
 
@@ -75,7 +76,12 @@ struct node_balancer {
     if (!the_policy) throw config_error("the factory of policy '" + chosen.policy + "' made none");
     passive = builtin::is_passive(*the_policy);
     period = std::chrono::microseconds(chosen.period_us);
-    if (passive) return;  // work stealing only: nothing to plug in
+    // Every policy's objects have their load counted (local_objects(), local_load()).
+    install_load_statistics(object_hooks);
+    if (passive) {  // work stealing only: nothing else to plug in
+      roam::detail::set_object_hooks(n, &object_hooks);
+      return;
+    }
 
     object_hooks.context = this;
     object_hooks.measure_run_time = the_policy->wants_run_times();

@@ -52,11 +52,9 @@ struct object_state : object_mailbox {
   std::uint32_t type = 0;
   std::unique_ptr<object_box> object;
 
-  // Load: the messages that arrived for the object here and have not finished (waiting in
-  // any queue, or running), with the sum of their costs; a moving average of run times.
-  double pending_cost = 0;
-  std::uint32_t pending_count = 0;
-  double mean_run_us = 0;
+  /// Load: the messages that arrived for the object here and have not finished (waiting in
+  /// any queue, or running), as the load-balancing layer's hooks count them.
+  object_load_counters load;
   /// A migration asked for by load balancing, waiting for the running handlers to finish;
   /// nothing else is granted meanwhile.
   bool migration_pending = false;

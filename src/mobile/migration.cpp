@@ -98,8 +98,7 @@ void ship(node_runtime& n, object_entry& e, node_id dest, const message_header* 
     s.ready.clear();
     s.early.clear();
     s.expected.clear();
-    s.pending_cost = running_cost;
-    s.pending_count = running_count;
+    recount_load(n, s, running_cost, running_count);
     s.migration_pending = false;
     directory_of(n).remove_resident(e);
     e.learn_route({ih.version, dest});
@@ -127,8 +126,7 @@ void destroy_here(node_runtime& n, object_entry& e) {
     s.early.clear();
     s.awaiting_install.clear();
     s.expected.clear();
-    s.pending_cost = 0;
-    s.pending_count = 1;  // the destroy operation itself, which finishes here
+    recount_load(n, s, 0, 1);  // the destroy operation itself, which finishes here
     s.migration_pending = false;
     directory_of(n).remove_resident(e);
   }
@@ -226,18 +224,15 @@ void install_object(node_runtime& n, installation inst) {
     s.type = inst.id.type;
     s.object = std::move(inst.object);
     s.expected = std::move(inst.expected);
-    s.pending_cost = 0;
-    s.pending_count = 0;
+    recount_load(n, s, 0, 0);
     for (message_ptr& m : inst.ready) {
-      s.pending_cost += read_object_header(*m).cost;
-      ++s.pending_count;
+      count_arrival(n, s, read_object_header(*m).cost);
       m->local_progress = stage_admitted;
       s.ready.push_back(set_aside_message::adopt(std::move(m)));
     }
     for (message_ptr& m : inst.early) {
       object_message_header oh = read_object_header(*m);
-      s.pending_cost += oh.cost;
-      ++s.pending_count;
+      count_arrival(n, s, oh.cost);
       s.early.emplace(std::pair{oh.origin, oh.seq}, set_aside_message::adopt(std::move(m)));
     }
     e.learn_route({inst.version, id_of(n)});

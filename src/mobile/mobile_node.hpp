@@ -51,6 +51,13 @@ void release_access(node_runtime& n, object_entry& e, std::uint8_t mode, bool co
 /// Starts granted messages: through the load balancer's push hook, or the node's queues.
 void start_granted(node_runtime& n, set_aside_list& granted) noexcept;
 void start_granted(node_runtime& n, set_aside_message m) noexcept;
+/// The load-balancing layer's counting of an object's load (object_hooks::arrived, finished,
+/// recount): nothing without it. The caller holds the object's entry lock.
+///@{
+void count_arrival(node_runtime& n, object_state& s, double cost) noexcept;
+void count_finish(node_runtime& n, object_state& s, double cost, double run_us) noexcept;
+void recount_load(node_runtime& n, object_state& s, double cost, std::uint32_t count) noexcept;
+///@}
 /// Tells the load balancer that an object's load changed.
 void notify_load(node_runtime& n, const object_id& id) noexcept;
 

@@ -138,6 +138,21 @@ void start_granted(node_runtime& n, set_aside_list& granted) noexcept {
   run_all_later(n, granted);
 }
 
+void count_arrival(node_runtime& n, object_state& s, double cost) noexcept {
+  object_hooks* hooks = directory_of(n).hooks.load(std::memory_order_acquire);
+  if (hooks && hooks->arrived) hooks->arrived(s.load, cost);
+}
+
+void count_finish(node_runtime& n, object_state& s, double cost, double run_us) noexcept {
+  object_hooks* hooks = directory_of(n).hooks.load(std::memory_order_acquire);
+  if (hooks && hooks->finished) hooks->finished(s.load, cost, run_us);
+}
+
+void recount_load(node_runtime& n, object_state& s, double cost, std::uint32_t count) noexcept {
+  object_hooks* hooks = directory_of(n).hooks.load(std::memory_order_acquire);
+  if (hooks && hooks->recount) hooks->recount(s.load, cost, count);
+}
+
 void notify_load(node_runtime& n, const object_id& id) noexcept {
   object_hooks* hooks = directory_of(n).hooks.load(std::memory_order_acquire);
   if (hooks && hooks->notify) hooks->notify(hooks->context, id);
@@ -157,12 +172,7 @@ void release_access(node_runtime& n, object_entry& e, std::uint8_t mode, bool co
     object_state& s = e.state();
     s.release(static_cast<access>(mode));
     if (counted) s.started.fetch_sub(1, std::memory_order_relaxed);
-    if (counted && s.pending_count > 0) {
-      --s.pending_count;
-      s.pending_cost = s.pending_count ? std::max(0.0, s.pending_cost - cost) : 0.0;
-      if (run_us >= 0)
-        s.mean_run_us = s.mean_run_us == 0 ? run_us : 0.8 * s.mean_run_us + 0.2 * run_us;
-    }
+    if (counted) count_finish(n, s, cost, run_us);
     if (s.state == residence::resident) {
       if (s.migration_pending && s.idle()) {
         // The last running handler is done: the balancer's migration goes first.
@@ -205,10 +215,10 @@ void for_each_resident(node_runtime& n, Visit visit) {
     if (s.state != residence::resident || s.migration_pending) continue;
     object_load l;
     l.id = object_id{e->id().home, s.type, e->id().index};
-    l.pending_cost = s.pending_cost;
-    l.pending_count = s.pending_count;
+    l.pending_cost = s.load.pending_cost;
+    l.pending_count = s.load.pending_count;
     l.running = s.started.load(std::memory_order_relaxed);
-    l.mean_run_us = s.mean_run_us;
+    l.mean_run_us = s.load.mean_run_us;
     l.hint = s.object->load_hint();
     visit(l);
   }
@@ -451,8 +461,7 @@ gate_result pass_gates(node_runtime& n, object_entry& e, message_ptr& m, object_
       return gate_result::consumed;
   }
   // Load counts a message from its arrival, whether it can run yet or not.
-  s.pending_cost += oh.cost;
-  ++s.pending_count;
+  count_arrival(n, s, oh.cost);
   switch (s.order_gate(oh.origin, oh.seq)) {
     case order_outcome::in_order:
       break;

@@ -125,9 +125,30 @@ future<void> migrate_object(const object_id& id, node_id dest);
 future<void> destroy_object(const object_id& id);
 future<node_id> locate_object(const object_id& id);
 
+/// An object's load as the load-balancing layer counts it. The mobile layer stores one per
+/// object, beside its mailbox and under its lock, but only the layer's hooks below write it.
+struct object_load_counters {
+  double pending_cost = 0;          ///< costs of its messages that arrived and did not finish
+  std::uint32_t pending_count = 0;  ///< those messages (running ones included)
+  double mean_run_us = 0;           ///< the handlers' run times, as the layer averages them
+};
+
 /// What the load-balancing layer plugs into a node's object protocol. Install before any
 /// traffic (the node's extension constructor); the hooks must outlive the node's workers.
+/// Without them, objects' loads are not counted.
 struct object_hooks {
+  /// The load statistics, each called under the object's lock. May be null (nothing counted).
+  ///@{
+  /// A message for the object arrived (whether it can run yet or not).
+  void (*arrived)(object_load_counters& load, double cost) = nullptr;
+  /// A message counted on arrival finished; `run_us` is its handler's run time, or negative
+  /// when not measured (measure_run_time).
+  void (*finished)(object_load_counters& load, double cost, double run_us) = nullptr;
+  /// The messages counted here are now these (`count` messages of total `cost`): the object
+  /// left (its running handlers stay), was destroyed, or was installed (its carried messages
+  /// arrive next).
+  void (*recount)(object_load_counters& load, double cost, std::uint32_t count) = nullptr;
+  ///@}
   /// An object's load changed (a message for it arrived or finished). May be null.
   void (*notify)(void* context, const object_id& id) = nullptr;
   /// A message was granted access to its object: queue it to run (instead of the node's
