@@ -68,10 +68,23 @@ struct node_local_table {
   std::unordered_map<std::uint32_t, collective_entry> collective;
 };
 
+/// The global node_locals by number: processes that numbered them differently (one made a
+/// global the others did not, before roam::run) would deliver messages to the wrong one.
+std::string lazy_fingerprint() {
+  lazy_registry& r = lazies();
+  std::lock_guard guard(r.lock);
+  std::string lines;
+  for (std::size_t id = 1; id < r.kinds.size(); ++id)
+    lines +=
+        "node_local " + std::to_string(id) + " of type " + demangled(r.kinds[id].type_name) + '\n';
+  return lines;
+}
+
 const extension_key table_extension = register_node_extension(
     {"per-node state (roam::node_local)", 40,
      [](node_runtime&) -> void* { return new node_local_table(); },
-     [](void* state) noexcept { delete static_cast<node_local_table*>(state); }});
+     [](void* state) noexcept { delete static_cast<node_local_table*>(state); }, nullptr, nullptr,
+     lazy_fingerprint});
 
 node_local_table& table_of(node_runtime& n) {
   return *static_cast<node_local_table*>(extension_state(n, table_extension));

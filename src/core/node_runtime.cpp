@@ -137,6 +137,14 @@ extension_key register_node_extension(const node_extension& e) noexcept {
   return key;
 }
 
+std::string extensions_fingerprint() {
+  const extension_registry& r = extensions_registered();
+  std::string lines;
+  for (std::size_t i = 0; i < r.count; ++i)
+    if (r.entries[i].fingerprint) lines += r.entries[i].fingerprint();
+  return lines;
+}
+
 void* extension_state(node_runtime& n, extension_key key) noexcept { return n.extensions[key]; }
 
 node_runtime::node_runtime(process_runtime& process, node_id id, scheduler::options opt,

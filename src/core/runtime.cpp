@@ -80,8 +80,8 @@ process_runtime::process_runtime(const config& cfg) : config_(cfg) {
                        : make_inproc_transport(cfg.nodes, deliver);
 
   std::string fingerprint =
-      handler_registry::fingerprint() + module_fingerprint() + "setting frame-payload-bytes " +
-      std::to_string(cfg.frame_payload_bytes()) +
+      handler_registry::fingerprint() + module_fingerprint() + extensions_fingerprint() +
+      "setting frame-payload-bytes " + std::to_string(cfg.frame_payload_bytes()) +
       " (--roam-inline-bytes, --roam-aggregate-bytes, --roam-aggregate-growth)\n";
   transport_->validate_fingerprint(fingerprint);
 

@@ -184,8 +184,8 @@ class mpi_transport final : public transport {
     // Not fatal(): no thread of this rank belongs to a node yet, and the line must name it.
     const std::string report =
         fatal_text(rank_,
-                   "this rank runs a different program than rank 0 (handler tables or settings "
-                   "differ); first difference: rank 0 has '" +
+                   "this rank runs a different program than rank 0 (handler tables, global "
+                   "node_locals or settings differ); first difference: rank 0 has '" +
                        line_of(root, line) + "', rank " + std::to_string(rank_) + " has '" +
                        line_of(fingerprint, line) + "'");
     std::fprintf(stderr, "%s\n", report.c_str());

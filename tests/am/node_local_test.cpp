@@ -43,6 +43,27 @@ TEST(NodeLocal, AGlobalHasOneInstancePerNodeReachableByMessages) {
     });
 }
 
+roam::node_local<long> first_counter;
+roam::node_local<long> second_counter;
+
+TEST(NodeLocal, LookupsOfSeveralGlobalsOnOneThreadFindEachTheirOwnInstance) {
+  // local() remembers the calling thread's last lookup: alternating between globals, and
+  // between runs, must still find each global's own instance of this node.
+  for (int run = 0; run < 2; ++run)
+    run_everywhere([] {
+      const long me = roam::this_node();
+      EXPECT_EQ(first_counter.local(), 0);  // fresh in every run
+      for (int i = 0; i < 100; ++i) {
+        first_counter.local() += 1;
+        second_counter.local() += 1000 + me;
+      }
+      EXPECT_EQ(first_counter.local(), 100);
+      EXPECT_EQ(second_counter.local(), 100 * (1000 + me));
+      EXPECT_NE(&first_counter.local(), static_cast<void*>(&second_counter.local()));
+      roam::barrier();
+    });
+}
+
 TEST(NodeLocal, CallReturnsFromTheRemoteInstance) {
   run_everywhere([] {
     const roam::node_id me = roam::this_node(), n = roam::num_nodes();

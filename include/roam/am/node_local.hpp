@@ -34,6 +34,7 @@
 #include <functional>
 #include <memory>
 #include <type_traits>
+#include <typeinfo>
 #include <utility>
 
 namespace roam {
@@ -46,6 +47,7 @@ struct node_local_kind {
   void* (*make)(const void* owner);
   void (*destroy)(void* instance) noexcept;
   const void* owner;
+  const char* type_name;  ///< typeid(T).name(), for the binary fingerprint
 };
 
 /// Ids of node_local objects: lazy ones from a process-wide counter (globals are made in the
@@ -70,6 +72,17 @@ struct node_local_slots {
   std::unique_ptr<std::atomic<void*>[]> instances;
   std::unique_ptr<node_local_slots> previous;
 };
+/// The calling thread's last lookup of a lazy node_local's instance: local()'s fast path, as
+/// cheap as indexing a per-node array (bench histo). A thread serves one node within a
+/// generation (threads change nodes only between runs, and the end of every node bumps the
+/// generation), so (owner, generation) names one instance; that instance lives until its
+/// node ends.
+struct node_local_lookup {
+  const void* owner = nullptr;
+  std::uint64_t generation = 0;
+  void* instance = nullptr;
+};
+inline thread_local node_local_lookup last_node_local_lookup;
 /// local()'s slow path: makes this run's slots if needed, and the calling node's instance.
 void* lazy_node_local_slow(std::atomic<node_local_slots*>& slots,
                            std::unique_ptr<node_local_slots>& owned, std::uint32_t id);
@@ -156,7 +169,8 @@ class node_local {
            const auto* self = static_cast<const node_local*>(owner);
            return self->factory_ ? new T(self->factory_()) : new T();
          },
-         [](void* instance) noexcept { delete static_cast<T*>(instance); }, this});
+         [](void* instance) noexcept { delete static_cast<T*>(instance); }, this,
+         typeid(T).name()});
   }
   /// Collective: built inside roam::run on every node in the same order (SPMD); this node's
   /// instance is T(args...). Throws roam::usage_error on a thread of no node.
@@ -222,14 +236,17 @@ class node_local {
  private:
   T& instance() const {
     if (owned_) return *owned_;
-    if (const auto* s = slots_.load(std::memory_order_acquire);
-        s && s->generation == detail::node_local_generation.load(std::memory_order_acquire)) {
+    detail::node_local_lookup& last = detail::last_node_local_lookup;
+    const std::uint64_t generation = detail::node_local_generation.load(std::memory_order_acquire);
+    if (last.owner == this && last.generation == generation) return *static_cast<T*>(last.instance);
+    void* found = nullptr;
+    if (const auto* s = slots_.load(std::memory_order_acquire); s && s->generation == generation) {
       const node_id index = roam::this_node() - s->first;
-      if (index < s->count)
-        if (void* found = s->instances[index].load(std::memory_order_acquire))
-          return *static_cast<T*>(found);
+      if (index < s->count) found = s->instances[index].load(std::memory_order_acquire);
     }
-    return *static_cast<T*>(detail::lazy_node_local_slow(slots_, slots_owned_, id_));
+    if (!found) found = detail::lazy_node_local_slow(slots_, slots_owned_, id_);
+    last = {this, generation, found};
+    return *static_cast<T*>(found);
   }
 
   template <class Invoke, class Signature = Invoke>

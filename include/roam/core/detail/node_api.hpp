@@ -103,6 +103,11 @@ struct node_extension {
   /// messages). An extension's own threads start and stop here.
   void (*start)(void* state) = nullptr;
   void (*stop)(void* state) noexcept = nullptr;
+  /// Optional: lines ("<what> <number> <detail>\n") that every process must agree on, added to
+  /// the binary fingerprint compared at start-up: state numbered in registration order (the
+  /// global roam::node_locals), which would misroute messages if processes numbered it
+  /// differently.
+  std::string (*fingerprint)() = nullptr;
 };
 /// Names a registered extension.
 using extension_key = unsigned;
@@ -112,6 +117,8 @@ inline constexpr std::size_t most_node_extensions = 16;
 /// Registers an extension (during static initialization, before roam::run); returns its key.
 /// More than 16 extensions is a fatal error (a bug in roam).
 extension_key register_node_extension(const node_extension& e) noexcept;
+/// The fingerprint lines of every registered extension, in registration order.
+std::string extensions_fingerprint();
 /// The state of the extension `key` on `n`.
 void* extension_state(node_runtime& n, extension_key key) noexcept;
 
