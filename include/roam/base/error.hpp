@@ -80,7 +80,7 @@ class deserialization_error : public error {
 };
 
 /// A handler invoked through roam::call threw; the caller's future rethrows this.
-/// message() names the handler, the node it ran on and the original message.
+/// message() names the handler, the type of the exception it threw and its message.
 class remote_error : public error {
  public:
   /// The handler's exception of type `type` said `original`; `message` is the whole report.
