@@ -23,5 +23,5 @@ int main(int argc, char** argv) {
       "histo", common, rank, ranks, static_cast<double>(setup.updates),
       [&] { return bale_mpi::histogram(setup, table, MPI_COMM_WORLD); },
       [&] { return table == expected; }, [&] { return bale::histogram_roam(setup); },
-      [&] { return bale::histogram_tables().mine() == expected; });
+      [&] { return bale::histogram_table.local() == expected; });
 }

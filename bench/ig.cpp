@@ -23,5 +23,5 @@ int main(int argc, char** argv) {
       "ig", common, rank, ranks, static_cast<double>(setup.requests),
       [&] { return bale_mpi::index_gather(setup, gathered, MPI_COMM_WORLD); },
       [&] { return gathered == expected; }, [&] { return bale::index_gather_roam(setup); },
-      [&] { return bale::index_gather_nodes().mine().gathered == expected; });
+      [&] { return bale::index_gather_state.local().gathered == expected; });
 }

@@ -29,5 +29,5 @@ int main(int argc, char** argv) {
       [&] { return bale_mpi::toposort(matrix, share, MPI_COMM_WORLD); },
       [&] { return bale::toposort_share_equals(share, expected); },
       [&] { return bale::toposort_roam(matrix); },
-      [&] { return bale::toposort_share_equals(bale::toposort_shares().mine(), expected); });
+      [&] { return bale::toposort_share_equals(bale::toposort_state.local(), expected); });
 }

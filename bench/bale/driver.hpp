@@ -4,7 +4,7 @@
 // rank, the slowest rank's time counting).
 #pragma once
 
-#include "../../examples/bale/node_storage.hpp"
+#include "../../examples/bale/one_worker_per_node.hpp"
 #include "../bench_options.hpp"
 #include "../bench_report.hpp"
 

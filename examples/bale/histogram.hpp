@@ -6,7 +6,7 @@
 // the updates need no atomics, as in bale's own versions.
 #pragma once
 
-#include "node_storage.hpp"
+#include "one_worker_per_node.hpp"
 #include "random_stream.hpp"
 
 #include <roam/roam.hpp>
@@ -23,22 +23,20 @@ struct histogram_setup {
   std::uint64_t seed = 1;
 };
 
-inline node_storage<std::vector<std::int64_t>>& histogram_tables() {
-  static node_storage<std::vector<std::int64_t>> tables;
-  return tables;
-}
+/// Each node's share of the table.
+inline roam::node_local<std::vector<std::int64_t>> histogram_table;
 
 /// Sends this node's updates: runs on a worker of the node, in slices, yielding between
 /// them so that the updates arriving from other nodes are applied meanwhile (one thread
 /// per node does both, like a bale PE; no thread spins beside it).
 inline void histogram_send_updates(histogram_setup s) {
-  // The look-ahead prefetches (for writing) the slot of the update 16 places further in
-  // the group, so the table's cache misses overlap.
-  static const auto add =
-      roam::channel([](std::uint32_t slot) { ++histogram_tables().mine()[slot]; },
-                    roam::look_ahead([](std::uint32_t slot) {
-                      __builtin_prefetch(&histogram_tables().mine()[slot], 1);
-                    }));
+  // The look-ahead prefetches (for writing) the slot of an update further on in the group,
+  // so the table's cache misses overlap. The receiver finds its table once per group.
+  static const auto add = histogram_table.channel(
+      [](std::vector<std::int64_t>& table, std::uint32_t slot) { ++table[slot]; },
+      roam::look_ahead([](std::vector<std::int64_t>& table, std::uint32_t slot) {
+        __builtin_prefetch(&table[slot], 1);
+      }));
   const std::uint32_t nodes = roam::num_nodes();
   random_stream random(s.seed, roam::this_node());
   constexpr std::uint64_t slice = 1 << 15;
@@ -51,16 +49,14 @@ inline void histogram_send_updates(histogram_setup s) {
 
 /// The kernel, on every node (SPMD, inside roam::run). Returns the seconds from the first
 /// update sent to the last one applied, anywhere. The node's table is
-/// histogram_tables().mine() afterwards.
+/// histogram_table.local() afterwards.
 inline double histogram_roam(const histogram_setup& s) {
   check_table_size(s.table_size);
-  histogram_tables().prepare();
-  histogram_tables().mine().assign(s.table_size, 0);
+  histogram_table.local().assign(s.table_size, 0);
   roam::barrier();
   const auto start = std::chrono::steady_clock::now();
   roam::call(roam::this_node(), histogram_send_updates, s).get();
-  roam::barrier();  // every node has sent everything
-  roam::wait_quiescence();
+  roam::barrier_all_handled();  // every update sent anywhere is applied
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 

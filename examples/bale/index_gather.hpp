@@ -3,10 +3,10 @@
 // answer a message through another; both are aggregated and combined, and the owner
 // answers a whole group of requests in one loop.
 //
-// Run it with bale::one_worker_per_node settings (node_storage.hpp).
+// Run it with bale::one_worker_per_node settings.
 #pragma once
 
-#include "node_storage.hpp"
+#include "one_worker_per_node.hpp"
 #include "random_stream.hpp"
 
 #include <roam/roam.hpp>
@@ -42,15 +42,13 @@ struct index_gather_node {
   std::vector<std::int64_t> gathered;  ///< the answer to request i
 };
 
-inline node_storage<index_gather_node>& index_gather_nodes() {
-  static node_storage<index_gather_node> nodes;
-  return nodes;
-}
+/// Each node's share of the table and its answers.
+inline roam::node_local<index_gather_node> index_gather_state;
 
 inline const auto& index_gather_answer() {
-  static const auto answer = roam::channel([](std::uint32_t request, std::int64_t value) {
-    index_gather_nodes().mine().gathered[request] = value;
-  });
+  static const auto answer =
+      index_gather_state.channel([](index_gather_node& mine, std::uint32_t request,
+                                    std::int64_t value) { mine.gathered[request] = value; });
   return answer;
 }
 
@@ -59,13 +57,11 @@ inline const auto& index_gather_answer() {
 /// request is 8 bytes: the slot and the request's number; the asker is the node the
 /// message came from (roam::source_node), which the record does not carry.
 inline const auto& index_gather_request() {
-  static const auto ask = roam::channel(
-      [](roam::source_node from, std::uint32_t slot, std::uint32_t request) {
-        index_gather_answer()(from, request, index_gather_nodes().mine().table[slot]);
-      },
-      roam::look_ahead([](roam::source_node, std::uint32_t slot, std::uint32_t) {
-        __builtin_prefetch(&index_gather_nodes().mine().table[slot]);
-      }));
+  static const auto ask = index_gather_state.channel(
+      [](index_gather_node& mine, roam::source_node from, std::uint32_t slot,
+         std::uint32_t request) { index_gather_answer()(from, request, mine.table[slot]); },
+      roam::look_ahead([](index_gather_node& mine, roam::source_node, std::uint32_t slot,
+                          std::uint32_t) { __builtin_prefetch(&mine.table[slot]); }));
   return ask;
 }
 
@@ -90,18 +86,16 @@ inline void index_gather_send_requests(index_gather_setup s) {
 
 /// The kernel, on every node (SPMD, inside roam::run). Returns the seconds from the first
 /// request sent to the last answer stored, anywhere. The answers are
-/// index_gather_nodes().mine().gathered afterwards.
+/// index_gather_state.local().gathered afterwards.
 inline double index_gather_roam(const index_gather_setup& s) {
   check_table_size(s.table_size);
-  index_gather_nodes().prepare();
-  index_gather_node& mine = index_gather_nodes().mine();
+  index_gather_node& mine = index_gather_state.local();
   mine.table = index_gather_table(roam::this_node(), roam::num_nodes(), s.table_size);
   mine.gathered.assign(s.requests, 0);
   roam::barrier();
   const auto start = std::chrono::steady_clock::now();
   roam::call(roam::this_node(), index_gather_send_requests, s).get();
-  roam::barrier();  // every node has sent every request
-  roam::wait_quiescence();
+  roam::barrier_all_handled();  // every request is answered, every answer stored
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 

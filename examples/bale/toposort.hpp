@@ -7,10 +7,10 @@
 // without waiting for each other; a level ends at quiescence, and the rows left with one
 // nonzero form the next one.
 //
-// Run it with bale::one_worker_per_node settings (node_storage.hpp).
+// Run it with bale::one_worker_per_node settings.
 #pragma once
 
-#include "node_storage.hpp"
+#include "one_worker_per_node.hpp"
 #include "toposort_problem.hpp"
 
 #include <roam/roam.hpp>
@@ -23,22 +23,18 @@
 
 namespace bale {
 
-inline node_storage<toposort_share>& toposort_shares() {
-  static node_storage<toposort_share> shares;
-  return shares;
-}
+/// Each node's share of the matrix and of the result.
+inline roam::node_local<toposort_share> toposort_state;
 
 inline const auto& toposort_remove_column() {
-  static const auto remove = roam::channel([](std::uint32_t row, std::uint32_t column) {
-    toposort_shares().mine().remove(row, column);
-  });
+  static const auto remove = toposort_state.channel(
+      [](toposort_share& s, std::uint32_t row, std::uint32_t column) { s.remove(row, column); });
   return remove;
 }
 
 inline const auto& toposort_pivot_column() {
-  static const auto pivot =
-      roam::channel([](std::uint32_t column, std::uint32_t row, std::uint32_t position) {
-        toposort_share& s = toposort_shares().mine();
+  static const auto pivot = toposort_state.channel(
+      [](toposort_share& s, std::uint32_t column, std::uint32_t row, std::uint32_t position) {
         const auto& remove = toposort_remove_column();
         s.place_column({column, row, position},
                        [&](std::uint32_t other) { remove(s.owner(other), other, column); });
@@ -50,7 +46,7 @@ inline const auto& toposort_pivot_column() {
 /// below it; runs on the node's worker, yielding between slices so that messages arriving
 /// meanwhile are handled.
 inline void toposort_pivot_level(std::uint32_t first) {
-  toposort_share& s = toposort_shares().mine();
+  toposort_share& s = toposort_state.local();
   const auto& pivot = toposort_pivot_column();
   constexpr std::size_t slice = 1 << 14;
   for (std::size_t i = 0; i < s.level.size(); ++i) {
@@ -62,10 +58,9 @@ inline void toposort_pivot_level(std::uint32_t first) {
 
 /// The kernel, on every node (SPMD, inside roam::run), for the matrix every node built
 /// with toposort_matrix(). Returns the seconds from the first level's start to the last
-/// level's end. The node's share of the result is toposort_shares().mine() afterwards.
+/// level's end. The node's share of the result is toposort_state.local() afterwards.
 inline double toposort_roam(const toposort_problem& m) {
-  toposort_shares().prepare();
-  toposort_share& s = toposort_shares().mine();
+  toposort_share& s = toposort_state.local();
   s = toposort_share_of(m, roam::this_node(), roam::num_nodes());
   roam::barrier();
   const auto start = std::chrono::steady_clock::now();
@@ -78,8 +73,7 @@ inline double toposort_roam(const toposort_problem& m) {
     roam::call(roam::this_node(), toposort_pivot_level,
                toposort_first_position(m.rows, placed, sizes, roam::this_node()))
         .get();
-    roam::barrier();  // every node has sent its pivots
-    roam::wait_quiescence();
+    roam::barrier_all_handled();  // every pivot and removal of the level is done
     placed += total;
   }
   if (placed != m.rows) throw std::invalid_argument("bale: the matrix is not morally triangular");

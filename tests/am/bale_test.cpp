@@ -22,7 +22,7 @@ TEST(Bale, HistogramEqualsTheSerialCount) {
                         for (int round = 0; round < 2; ++round) {  // the kernel may run again
                           bale::histogram_roam(setup);
                           EXPECT_EQ(
-                              bale::histogram_tables().mine(),
+                              bale::histogram_table.local(),
                               bale::histogram_serial(setup, roam::num_nodes(), roam::this_node()));
                         }
                       }),
@@ -37,7 +37,7 @@ TEST(Bale, IndexGatherEqualsTheSerialReads) {
                       [&] {
                         bale::index_gather_roam(setup);
                         EXPECT_EQ(
-                            bale::index_gather_nodes().mine().gathered,
+                            bale::index_gather_state.local().gathered,
                             bale::index_gather_serial(setup, roam::num_nodes(), roam::this_node()));
                       }),
             0);
@@ -67,8 +67,8 @@ TEST(Bale, ToposortEqualsTheSerialPermutations) {
                         const auto expected = bale::toposort_serial(matrix, roam::num_nodes());
                         for (int round = 0; round < 2; ++round) {  // the kernel may run again
                           bale::toposort_roam(matrix);
-                          EXPECT_TRUE(bale::toposort_share_equals(bale::toposort_shares().mine(),
-                                                                  expected));
+                          EXPECT_TRUE(
+                              bale::toposort_share_equals(bale::toposort_state.local(), expected));
                         }
                       }),
             0);

@@ -108,6 +108,41 @@ TEST(NodeLocal, ACollectiveOneIsBuiltOnEveryNodeAndMessagesWaitForIt) {
   });
 }
 
+roam::node_local<std::vector<long>> tallies;
+
+TEST(NodeLocal, AChannelRunsItsMessagesOnTheDestinationsInstance) {
+  for (int run = 0; run < 2; ++run)  // every run starts from fresh instances
+    run_everywhere([] {
+      const roam::node_id me = roam::this_node(), n = roam::num_nodes();
+      tallies.local().assign(n, 0);
+      roam::barrier();
+      // The source travels in the bundle, not the record: each node counts who sent what.
+      static const auto count =
+          tallies.channel([](std::vector<long>& mine, roam::source_node from,
+                             long amount) { mine[from] += amount; },
+                          roam::look_ahead([](std::vector<long>& mine, roam::source_node from,
+                                              long) { __builtin_prefetch(&mine[from]); }));
+      for (int i = 0; i < 1000; ++i)
+        for (roam::node_id d = 0; d < n; ++d) count(d, long(me) + 1);
+      roam::barrier_all_handled();
+      for (roam::node_id from = 0; from < n; ++from)
+        EXPECT_EQ(tallies.local()[from], 1000 * (long(from) + 1)) << "from node " << from;
+      roam::barrier();
+    });
+}
+
+TEST(NodeLocal, ACollectiveOnesChannelReachesEachNodesOwnInstance) {
+  run_everywhere([] {
+    const roam::node_id me = roam::this_node(), n = roam::num_nodes();
+    roam::node_local<std::atomic<long>> sums(roam::collective, 0L);
+    const auto add = sums.channel([](std::atomic<long>& mine, long x) { mine += x; });
+    for (roam::node_id d = 0; d < n; ++d) add(d, 10 * long(d) + long(me));
+    roam::barrier_all_handled();
+    EXPECT_EQ(sums.local().load(), long(n) * 10 * long(me) + long(n) * (long(n) - 1) / 2);
+    roam::barrier();  // nobody destroys its instance while messages may still come
+  });
+}
+
 TEST(NodeLocal, AGlobalBuiltInsideARunIsRefused) {
   run_everywhere([] {
     EXPECT_THROW(roam::node_local<int> late, roam::usage_error);

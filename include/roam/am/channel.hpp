@@ -117,6 +117,16 @@ struct channel_record_params<std::tuple<First, Rest...>> {
   using type = std::tuple<Rest...>;
 };
 
+/// A channel handler bound, on the receiving node, to state the sender names by a token (a
+/// node_local's instance): the sender puts `fn.token()` in the bundle, and the receiver makes
+/// the handler with `H::bind(token)` once per group of records, so the state is looked up
+/// once per group instead of once per record.
+template <class H>
+concept bound_channel_handler = requires(std::uint64_t token, const H& h) {
+  { H::bind(token) } -> std::same_as<H>;
+  { h.token() } -> std::convertible_to<std::uint64_t>;
+};
+
 /// The registered handler of a channel of callable type H: runs groups of records. With a
 /// look-ahead function `Ahead`, each record is also shown to it `look_ahead_distance`
 /// records before H runs it.
@@ -147,7 +157,9 @@ struct channel_handler {
   }(static_cast<params*>(nullptr));
 
   static H resolve(std::uint64_t function) {
-    if constexpr (traits::is_function_pointer) {
+    if constexpr (bound_channel_handler<H>) {
+      return H::bind(function);
+    } else if constexpr (traits::is_function_pointer) {
       return function_from_token<H>(function);
     } else {
       return H{};
@@ -200,7 +212,12 @@ struct channel_handler {
         constexpr std::uint32_t distance = look_ahead_distance;
         constexpr std::size_t record_ahead =
             std::max(record_prefetch_bytes, std::size_t{2} * distance * record_size);
-        Ahead ahead{};
+        Ahead ahead = [&] {
+          if constexpr (bound_channel_handler<Ahead>)
+            return Ahead::bind(function);
+          else
+            return Ahead{};
+        }();
         for (std::uint32_t i = 0; i < std::min(count, distance); ++i) {
           stored args = decode(data + std::size_t{i} * record_size);
           call(ahead, from, args, seq);
@@ -261,8 +278,9 @@ class channel_of {
  public:
   /// A channel to `fn` (a function or a lambda without captures) whose messages keep `order`.
   channel_of(H fn, channel_order order) : fn_(fn), order_(static_cast<detail::lane_order>(order)) {
-    detail::check_handler_type<H>();
-    static_assert(detail::handler_traits<H>::is_function_pointer || std::is_empty_v<H>,
+    if constexpr (!detail::bound_channel_handler<H>) detail::check_handler_type<H>();
+    static_assert(detail::handler_traits<H>::is_function_pointer || std::is_empty_v<H> ||
+                      detail::bound_channel_handler<H>,
                   "roam::channel: the handler must be a function or a lambda without captures "
                   "(it is bound at compile time; pass values as arguments)");
     (void)handler::registered;
@@ -279,7 +297,9 @@ class channel_of {
                   "roam: wrong number of arguments for this channel's handler");
     const std::uint32_t id = handler::entry.id;
     std::uint64_t function = 0;
-    if constexpr (detail::handler_traits<H>::is_function_pointer)
+    if constexpr (detail::bound_channel_handler<H>)
+      function = fn_.token();
+    else if constexpr (detail::handler_traits<H>::is_function_pointer)
       function = detail::encode_function_cached(reinterpret_cast<const void*>(fn_));
     if constexpr (handler::fixed) {
       // Converted to the parameter types first (a conversion may throw), then copied

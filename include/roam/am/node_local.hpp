@@ -26,6 +26,7 @@
 // with a reference to that node's instance.
 #pragma once
 
+#include <roam/am/channel.hpp>
 #include <roam/am/send.hpp>
 #include <roam/core/runtime.hpp>
 
@@ -72,17 +73,6 @@ struct node_local_slots {
   std::unique_ptr<std::atomic<void*>[]> instances;
   std::unique_ptr<node_local_slots> previous;
 };
-/// The calling thread's last lookup of a lazy node_local's instance: local()'s fast path, as
-/// cheap as indexing a per-node array (bench histo). A thread serves one node within a
-/// generation (threads change nodes only between runs, and the end of every node bumps the
-/// generation), so (owner, generation) names one instance; that instance lives until its
-/// node ends.
-struct node_local_lookup {
-  const void* owner = nullptr;
-  std::uint64_t generation = 0;
-  void* instance = nullptr;
-};
-inline thread_local node_local_lookup last_node_local_lookup;
 /// local()'s slow path: makes this run's slots if needed, and the calling node's instance.
 void* lazy_node_local_slow(std::atomic<node_local_slots*>& slots,
                            std::unique_ptr<node_local_slots>& owned, std::uint32_t id);
@@ -99,6 +89,8 @@ template <class R, class S, class... P>
 struct node_local_signature<R(S&, P...)> {
   template <class T, class Invoke>
   struct handler;
+  template <class T, class Invoke>
+  struct channel_handler;
 };
 
 /// The message that runs `Invoke{}(instance, p...)` on the destination's instance of the
@@ -114,6 +106,24 @@ struct node_local_signature<R(S&, P...)>::handler {
     ar(id);
   }
   R operator()(P... p) const;
+};
+
+/// A node_local channel's handler (a bound_channel_handler): `Invoke{}(instance, p...)` with
+/// the receiving node's instance of the node_local `id`, bound once per group of records.
+template <class R, class S, class... P>
+template <class T, class Invoke>
+struct node_local_signature<R(S&, P...)>::channel_handler {
+  static_assert(std::is_same_v<std::remove_const_t<S>, T>,
+                "roam::node_local<T>::channel: the handler's first parameter must be T& or "
+                "const T&");
+  static_assert(std::is_void_v<R>,
+                "roam::node_local<T>::channel: the handler returns nothing (a channel message "
+                "has no reply; use call() for one)");
+  T* instance = nullptr;
+  std::uint32_t id = 0;
+  static channel_handler bind(std::uint64_t token);
+  [[nodiscard]] std::uint64_t token() const noexcept { return id; }
+  void operator()(P... p) const { Invoke{}(*instance, std::forward<P>(p)...); }
 };
 
 /// @cond
@@ -225,6 +235,25 @@ class node_local {
                       std::forward<Args>(args)...);
   }
 
+  /// A channel (roam/am/channel.hpp) whose messages run `fn(instance, args...)` on the
+  /// destination's instance: aggregated and combined like roam::channel's, and the receiver
+  /// looks the instance up once per group of messages (a per-element handler on a table, as
+  /// in bale's histogram, costs what it would on a plain array). `fn` is a lambda without
+  /// captures whose first parameter is T& (or const T&) and which returns nothing; a leading
+  /// roam::source_node may follow it. Ordering, threading and failures as roam::channel.
+  template <class F>
+  auto channel(F, channel_order order = channel_order::ordered) const {
+    static_assert(std::is_empty_v<F>,
+                  "roam::node_local::channel: the handler must be a lambda "
+                  "without captures (pass values as arguments)");
+    return channel_of<bound_handler<F>>(bound_handler<F>{nullptr, id_}, order);
+  }
+  /// The same with a look-ahead hint (roam::look_ahead) that also takes T& first.
+  template <class F, class Hint>
+  auto channel(F, look_ahead_hint<Hint>, channel_order order = channel_order::ordered) const {
+    return channel_of<bound_handler<F>, bound_handler<Hint>>(bound_handler<F>{nullptr, id_}, order);
+  }
+
   /// Internal: the instance a message for node_local `id` reaches on the calling node.
   static T& instance_for_message(std::uint32_t id) {
     detail::node_runtime& n = detail::require_node("roam::node_local");
@@ -236,18 +265,22 @@ class node_local {
  private:
   T& instance() const {
     if (owned_) return *owned_;
-    detail::node_local_lookup& last = detail::last_node_local_lookup;
-    const std::uint64_t generation = detail::node_local_generation.load(std::memory_order_acquire);
-    if (last.owner == this && last.generation == generation) return *static_cast<T*>(last.instance);
-    void* found = nullptr;
-    if (const auto* s = slots_.load(std::memory_order_acquire); s && s->generation == generation) {
+    // No thread-local cache: fibers move between a node's threads, and a compiler may reuse a
+    // thread-local's address computed before a suspension. Per-element hot paths use a
+    // channel(), which looks the instance up once per group of messages.
+    if (const auto* s = slots_.load(std::memory_order_acquire);
+        s && s->generation == detail::node_local_generation.load(std::memory_order_acquire)) {
       const node_id index = roam::this_node() - s->first;
-      if (index < s->count) found = s->instances[index].load(std::memory_order_acquire);
+      if (index < s->count)
+        if (void* found = s->instances[index].load(std::memory_order_acquire))
+          return *static_cast<T*>(found);
     }
-    if (!found) found = detail::lazy_node_local_slow(slots_, slots_owned_, id_);
-    last = {this, generation, found};
-    return *static_cast<T*>(found);
+    return *static_cast<T*>(detail::lazy_node_local_slow(slots_, slots_owned_, id_));
   }
+
+  template <class Invoke>
+  using bound_handler = typename detail::node_local_signature<
+      typename detail::callable_signature<Invoke>::type>::template channel_handler<T, Invoke>;
 
   template <class Invoke, class Signature = Invoke>
   auto handler_for() const {
@@ -268,6 +301,14 @@ class node_local {
   mutable std::atomic<detail::node_local_slots*> slots_{nullptr};
   mutable std::unique_ptr<detail::node_local_slots> slots_owned_;
 };
+
+template <class R, class S, class... P>
+template <class T, class Invoke>
+auto detail::node_local_signature<R(S&, P...)>::channel_handler<T, Invoke>::bind(
+    std::uint64_t token) -> channel_handler {
+  const auto id = static_cast<std::uint32_t>(token);
+  return {&node_local<T>::instance_for_message(id), id};
+}
 
 template <class R, class S, class... P>
 template <class T, class Invoke>
