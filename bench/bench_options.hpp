@@ -44,7 +44,8 @@ class options {
   /// shows it).
   template <class T>
   options& add(const char* name, T& target, const char* meaning) {
-    entries_.push_back({name, meaning, shape<T>(), shown(target), expects<T>(), false,
+    const value_form form = form_of<T>();
+    entries_.push_back({name, meaning, form.shape, shown(target), form.expects, false,
                         [&target](const std::string& text) { return read_value(text, target); }});
     return *this;
   }
@@ -154,30 +155,25 @@ class options {
     return true;
   }
 
-  template <class T>
-  static std::string shape() {
-    if constexpr (options_detail::is_list<T>)
-      return shape<typename T::value_type>() + ",...";
-    else if constexpr (std::is_same_v<T, std::string>)
-      return "TEXT";
-    else if constexpr (std::is_integral_v<T>)
-      return "N";
-    else
-      return "X";
-  }
+  // What a value of type T looks like, for --help ("N", "TEXT,...") and in words for messages.
+  struct value_form {
+    std::string shape, expects;
+  };
 
   template <class T>
-  static std::string expects() {
-    if constexpr (options_detail::is_list<T>)
-      return "a comma-separated list, each " + expects<typename T::value_type>();
-    else if constexpr (std::is_same_v<T, std::string>)
-      return "any text";
-    else if constexpr (std::is_unsigned_v<T>)
-      return "a whole number, 0 or more";
-    else if constexpr (std::is_integral_v<T>)
-      return "a whole number";
-    else
-      return "a number";
+  static value_form form_of() {
+    if constexpr (options_detail::is_list<T>) {
+      const value_form item = form_of<typename T::value_type>();
+      return {item.shape + ",...", "a comma-separated list, each " + item.expects};
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      return {"TEXT", "any text"};
+    } else if constexpr (std::is_unsigned_v<T>) {
+      return {"N", "a whole number, 0 or more"};
+    } else if constexpr (std::is_integral_v<T>) {
+      return {"N", "a whole number"};
+    } else {
+      return {"X", "a number"};
+    }
   }
 
   template <class T>
@@ -235,6 +231,20 @@ class options {
 
   std::string program_;
   std::vector<entry> entries_;
+};
+
+/// The command line of a benchmark that reports: --json first, then what the benchmark adds.
+/// After parse(), `json` says whether the results end with one JSON line.
+class options_with_json : public options {
+ public:
+  explicit options_with_json(const std::string& bench) : options(bench) {
+    flag("--json", json, "end with the results as one JSON line");
+  }
+  // The --json entry refers to this object's `json`: a copy would set the original's.
+  options_with_json(const options_with_json&) = delete;
+  options_with_json& operator=(const options_with_json&) = delete;
+
+  bool json = false;
 };
 
 }  // namespace roam_bench

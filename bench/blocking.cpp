@@ -5,6 +5,7 @@
 //   ./run bench blocking [--json] [--handlers N] [--locking-percent P] [--hold-us U]
 #include "bench_options.hpp"
 #include "bench_report.hpp"
+#include "one_node.hpp"
 
 #include <roam/roam.hpp>
 
@@ -43,21 +44,15 @@ void with_roam_mutex(bool locks) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool json = false;
   long handlers = 4000, percent = 10;
-  roam_bench::options("blocking")
-      .flag("--json", json, "end with the results as one JSON line")
-      .add("--handlers", handlers, "handlers per measurement")
+  roam_bench::options_with_json command_line("blocking");
+  command_line.add("--handlers", handlers, "handlers per measurement")
       .add("--locking-percent", percent, "percentage of the handlers that take the lock")
       .add("--hold-us", hold_us, "microseconds the lock is held")
       .parse(argc, argv);
-  roam::config cfg;
-  cfg.transport = roam::transport_kind::inproc;
-  cfg.nodes = 1;
-  cfg.threads = 2;
-  cfg.lend_app_thread = false;
+  constexpr unsigned workers = 2;
   double std_s = 0, roam_s = 0;
-  roam::run(cfg, [&] {
+  roam::run(roam_bench::one_node_config(workers, false), [&] {
     auto measure = [&](auto handler) {
       const auto start = clock_type::now();
       for (long i = 0; i < handlers; ++i) roam::send(0, handler, i % 100 < percent);
@@ -68,11 +63,11 @@ int main(int argc, char** argv) {
     std_s = measure(with_std_mutex);
     roam_s = measure(with_roam_mutex);
   });
-  std::printf("%d workers, %ld handlers, %ld%% take a lock held %d us\n", 2, handlers, percent,
-              hold_us);
+  std::printf("%u workers, %ld handlers, %ld%% take a lock held %d us\n", workers, handlers,
+              percent, hold_us);
   std::printf("%-12s %10s\n%-12s %10.4f\n%-12s %10.4f\n%-12s %10.3f\n", "mutex", "seconds",
               "std::mutex", std_s, "roam::mutex", roam_s, "roam/std", roam_s / std_s);
-  if (json)
+  if (command_line.json)
     std::printf(
         "{\"bench\":\"blocking\",\"handlers\":%ld,\"locking_percent\":%ld,\"hold_us\":%d,\"std_"
         "mutex_s\":%s,"

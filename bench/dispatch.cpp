@@ -27,21 +27,18 @@ double handlers_per_second(unsigned workers, long handlers) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool json = false;
   long handlers = 4000000;
-  roam_bench::options("dispatch")
-      .flag("--json", json, "end with the results as one JSON line")
-      .add("--handlers", handlers, "empty handlers per measurement")
-      .parse(argc, argv);
-  std::vector<unsigned> workers = {1, 2};
+  roam_bench::options_with_json command_line("dispatch");
+  command_line.add("--handlers", handlers, "empty handlers per measurement").parse(argc, argv);
   std::vector<double> rates;
   std::printf("%8s %18s %14s\n", "workers", "handlers_per_s", "ns_per_handler");
-  for (unsigned w : workers) {
+  for (unsigned w : roam_bench::compared_worker_counts) {
     rates.push_back(handlers_per_second(w, handlers));
     std::printf("%8u %18.0f %14.1f\n", w, rates.back(), 1e9 / rates.back());
   }
-  if (json)
+  if (command_line.json)
     std::printf("{\"bench\":\"dispatch\",\"workers\":%s,\"handlers_per_s\":%s}\n",
-                roam_bench::array(workers).c_str(), roam_bench::array(rates).c_str());
+                roam_bench::array(roam_bench::compared_worker_counts).c_str(),
+                roam_bench::array(rates).c_str());
   return 0;
 }

@@ -1,6 +1,8 @@
 // Streams of empty handlers for the benchmarks that measure per-handler cost.
 #pragma once
 
+#include "one_node.hpp"
+
 #include <roam/roam.hpp>
 
 #include <algorithm>
@@ -25,13 +27,8 @@ inline void send_empty_handlers(long remaining) {
 /// rounds (the first warms pools and caches). `setup()` runs once, inside the run, first.
 template <class Setup, class Start>
 double seconds_to_quiescence(unsigned workers, Setup setup, Start start) {
-  roam::config cfg;
-  cfg.transport = roam::transport_kind::inproc;
-  cfg.nodes = 1;
-  cfg.threads = workers;
-  cfg.lend_app_thread = false;  // only the workers run handlers
   double seconds = 0;
-  roam::run(cfg, [&] {
+  roam::run(one_node_config(workers, false), [&] {
     setup();
     for (int round = 0; round < 2; ++round) {
       const auto begin = std::chrono::steady_clock::now();

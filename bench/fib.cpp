@@ -40,11 +40,9 @@ long with_omp(int n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool json = false;
   int n = 30;
-  roam_bench::options("fib")
-      .flag("--json", json, "end with the results as one JSON line")
-      .add("--n", n, "computes fib(n)")
+  roam_bench::options_with_json command_line("fib");
+  command_line.add("--n", n, "computes fib(n)")
       .add("--cutoff", cutoff, "calls below this n run serially")
       .parse(argc, argv);
   const long expected = serial(n);
@@ -57,5 +55,5 @@ int main(int argc, char** argv) {
                                    r = with_omp(n);
                                    return r == expected;
                                  }};
-  return roam_bench::compare_fork_join(json, k);
+  return roam_bench::compare_fork_join(command_line.json, k);
 }

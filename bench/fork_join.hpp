@@ -4,6 +4,7 @@
 #pragma once
 
 #include "bench_report.hpp"
+#include "one_node.hpp"
 
 #include <roam/roam.hpp>
 
@@ -44,17 +45,13 @@ inline const fork_join_kernel* current_kernel = nullptr;
 /// Times the three versions on 1 and 2 workers, prints the table and, with `json`, the line
 /// {"bench":NAME,"workers":[1,2],"roam_s":[…],"tbb_s":[…],"omp_s":[…],"ratio_vs_tbb":[…]}.
 inline int compare_fork_join(bool json, const fork_join_kernel& k, int repeats = 3) {
-  std::vector<unsigned> workers = {1, 2};
+  const std::vector<unsigned>& workers = compared_worker_counts;
   std::vector<double> roam_s, tbb_s, omp_s, ratio;
   bool all_correct = true;
   for (unsigned w : workers) {
-    roam::config cfg;
-    cfg.transport = roam::transport_kind::inproc;
-    cfg.nodes = 1;
-    cfg.threads = w;
-    cfg.lend_app_thread = false;  // exactly w threads compute, as for TBB and OpenMP
     double roam_time = 0;
-    roam::run(cfg, [&] {
+    // Without the application thread exactly w threads compute, as for TBB and OpenMP.
+    roam::run(one_node_config(w, false), [&] {
       roam_time = best_seconds(repeats, [&] {
         // The root runs as a handler on a worker, like a roam application's work would.
         current_kernel = &k;

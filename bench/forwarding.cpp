@@ -32,11 +32,9 @@ double micros(clock_type::time_point since) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool json = false;
   long rounds = 3000;
-  roam_bench::options("forwarding")
-      .flag("--json", json, "end with the results as one JSON line")
-      .add("--rounds", rounds, "migrations, each followed by the timed calls")
+  roam_bench::options_with_json command_line("forwarding");
+  command_line.add("--rounds", rounds, "migrations, each followed by the timed calls")
       .parse(argc, argv);
   constexpr int later_calls = 10;
   roam::config cfg = roam::config::from_environment();
@@ -64,7 +62,7 @@ int main(int argc, char** argv) {
   std::printf("%28s %12.3f\n", "first after a migration", first_us);
   std::printf("%28s %12.3f\n", "later calls", later_us);
   std::printf("%28s %12.3f\n", "forwarding cost", first_us - later_us);
-  if (json)
+  if (command_line.json)
     std::printf("{\"bench\":\"forwarding\",\"first_us\":%s,\"later_us\":%s}\n",
                 roam_bench::number(first_us).c_str(), roam_bench::number(later_us).c_str());
   return 0;

@@ -130,13 +130,11 @@ double mpi_one_way_us(roam::device& device, std::size_t bytes, int rank) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool json = false;
   std::string backend = roam::backend_built(roam::backend::opencl) ? "opencl" : "host";
   std::vector<std::size_t> sizes = {64, 4096, 65536, 1048576};
   int repeats = 3;
-  roam_bench::options("hetero_pingpong")
-      .flag("--json", json, "end with the results as one JSON line")
-      .add("--backend", backend, "opencl, host or cuda")
+  roam_bench::options_with_json command_line("hetero_pingpong");
+  command_line.add("--backend", backend, "opencl, host or cuda")
       .add("--sizes", sizes, "array sizes in bytes")
       .add("--repeats", repeats, "measurements of each side (the best counts)")
       .parse(argc, argv);
@@ -177,7 +175,7 @@ int main(int argc, char** argv) {
       ratio.push_back(mpi_us[i] / roam_us[i]);
       std::printf("%10zu %12.1f %12.1f %12.3f\n", sizes[i], roam_us[i], mpi_us[i], ratio[i]);
     }
-    if (json)
+    if (command_line.json)
       std::printf(
           "{\"bench\":\"hetero_pingpong\",\"backend\":\"%s\",\"sizes\":%s,\"roam_us\":%s,"
           "\"mpi_us\":%s,\"ratio\":%s}\n",

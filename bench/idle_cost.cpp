@@ -39,12 +39,9 @@ usage process_usage() {
 
 int main(int argc, char** argv) {
   using namespace roam_bench;
-  bool json = false;
   double seconds = 2.0;
-  options("idle_cost")
-      .flag("--json", json, "end with the results as one JSON line")
-      .add("--seconds", seconds, "how long the job stays idle")
-      .parse(argc, argv);
+  options_with_json command_line("idle_cost");
+  command_line.add("--seconds", seconds, "how long the job stays idle").parse(argc, argv);
   roam::config cfg = roam::config::from_environment();
   if (std::getenv("ROAM_THREADS") == nullptr) cfg.threads = 4;
   const int status = roam::run(cfg, [&] {
@@ -65,7 +62,7 @@ int main(int argc, char** argv) {
     std::printf("%-10s %6s %8s %14s %16s\n", "bench", "ranks", "workers", "cpu_ms_per_s",
                 "switches_per_s");
     std::printf("%-10s %6u %8u %14.1f %16.0f\n", "idle_cost", nodes, cfg.threads, cpu_ms, switches);
-    if (json)
+    if (command_line.json)
       std::printf(
           "{\"bench\":\"idle_cost\",\"ranks\":%u,\"workers\":%u,\"cpu_ms_per_s\":%s,"
           "\"switches_per_s\":%s}\n",

@@ -350,14 +350,12 @@ double run_roam(const problem& p, int od, double& checksum) {
 
 int main(int argc, char** argv) {
   using namespace roam_bench;
-  bool json = false;
   problem p;
   std::vector<int> ods = {1, 2};
   int repeats = 3;
   std::string backend = roam::backend_built(roam::backend::opencl) ? "opencl" : "host";
-  roam_bench::options("jacobi3d")
-      .flag("--json", json, "end with the results as one JSON line")
-      .add("--nx", p.nx, "grid points along x per rank")
+  roam_bench::options_with_json command_line("jacobi3d");
+  command_line.add("--nx", p.nx, "grid points along x per rank")
       .add("--ny", p.ny, "grid points along y per rank")
       .add("--nz", p.nz, "grid planes along z per rank")
       .add("--iterations", p.iterations, "stencil sweeps per run")
@@ -415,7 +413,7 @@ int main(int argc, char** argv) {
       speedup.push_back(mpi_s[i] / roam_s[i]);
       std::printf("%4d %12.4f %12.4f %10.3f\n", ods[i], roam_s[i], mpi_s[i], speedup[i]);
     }
-    if (json)
+    if (command_line.json)
       std::printf(
           "{\"bench\":\"jacobi3d\",\"backend\":\"%s\",\"od\":%s,\"roam_s\":%s,\"mpi_s\":%s,"
           "\"speedup\":%s}\n",

@@ -283,11 +283,9 @@ result run_policy(const settings& s, const std::string& policy, bool mpi,
 
 int main(int argc, char** argv) {
   settings s;
-  bool json = false;
   std::string work = "sleep";
-  roam_bench::options("lb_synthetic")
-      .flag("--json", json, "end with the results as one JSON line")
-      .add("--nodes", s.nodes, "virtual nodes (under mpiexec: one node per rank instead)")
+  roam_bench::options_with_json command_line("lb_synthetic");
+  command_line.add("--nodes", s.nodes, "virtual nodes (under mpiexec: one node per rank instead)")
       .add("--workers", s.workers, "workers per node")
       .add("--objects-per-worker", s.objects_per_worker, "mobile objects per worker")
       .add("--heavy-fraction", s.heavy_fraction, "fraction of the objects that are heavy")
@@ -361,7 +359,7 @@ int main(int argc, char** argv) {
       wrong = true;
     }
   if (wrong) return 1;
-  if (json)
+  if (command_line.json)
     std::printf("{\"bench\":\"lb_synthetic\",\"mode\":\"%s\",\"workers\":%u,\"policies\":{%s}}\n",
                 s.mode.c_str(), total_workers, policies_json.c_str());
   return 0;

@@ -64,28 +64,24 @@ double handlers_per_second(unsigned workers, long handlers, kind k) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool json = false;
   long handlers = 2000000;
-  roam_bench::options("mobile_dispatch")
-      .flag("--json", json, "end with the results as one JSON line")
-      .add("--handlers", handlers, "handlers per measurement")
-      .parse(argc, argv);
-  std::vector<unsigned> workers = {1, 2};
+  roam_bench::options_with_json command_line("mobile_dispatch");
+  command_line.add("--handlers", handlers, "handlers per measurement").parse(argc, argv);
   std::vector<double> exclusive, shared, node;
   std::printf("%8s %16s %16s %16s %14s\n", "workers", "exclusive_per_s", "shared_per_s",
               "node_per_s", "mobile/node");
-  for (unsigned w : workers) {
+  for (unsigned w : roam_bench::compared_worker_counts) {
     exclusive.push_back(handlers_per_second(w, handlers, kind::exclusive));
     shared.push_back(handlers_per_second(w, handlers, kind::shared));
     node.push_back(handlers_per_second(w, handlers, kind::node));
     std::printf("%8u %16.0f %16.0f %16.0f %14.2f\n", w, exclusive.back(), shared.back(),
                 node.back(), exclusive.back() / node.back());
   }
-  if (json)
+  if (command_line.json)
     std::printf(
         "{\"bench\":\"mobile_dispatch\",\"workers\":%s,\"exclusive_per_s\":%s,\"shared_per_s\":%s}"
         "\n",
-        roam_bench::array(workers).c_str(), roam_bench::array(exclusive).c_str(),
-        roam_bench::array(shared).c_str());
+        roam_bench::array(roam_bench::compared_worker_counts).c_str(),
+        roam_bench::array(exclusive).c_str(), roam_bench::array(shared).c_str());
   return 0;
 }

@@ -90,12 +90,9 @@ void run_roam(std::vector<double>& mobile_us, std::vector<double>& node_us) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool json = false;
   std::size_t max_bytes = 1048576;
-  options("mobile_pingpong")
-      .flag("--json", json, "end with the results as one JSON line")
-      .add("--max-bytes", max_bytes, "largest message size measured")
-      .parse(argc, argv);
+  options_with_json command_line("mobile_pingpong");
+  command_line.add("--max-bytes", max_bytes, "largest message size measured").parse(argc, argv);
   std::erase_if(pingpong_sizes, [=](std::size_t s) { return s > max_bytes; });
   const int rank = init_mpi_pair(argc, argv, "mobile_pingpong");
 
@@ -112,7 +109,7 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < pingpong_sizes.size(); ++i)
       std::printf("%10zu %12.3f %12.3f %12.3f %12.3f %12.3f\n", pingpong_sizes[i], mobile_us[i],
                   node_us[i], mpi_us[i], mobile_us[i] / node_us[i], mobile_us[i] / mpi_us[i]);
-    if (json)
+    if (command_line.json)
       std::printf(
           "{\"bench\":\"mobile_pingpong\",\"sizes\":%s,\"mobile_us\":%s,\"node_us\":%s,\"mpi_us\":"
           "%s}\n",

@@ -44,11 +44,9 @@ double raw_mpi_rate(long messages, int rank) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool json = false;
   long messages = 1000000;
-  roam_bench::options("msgrate")
-      .flag("--json", json, "end with the results as one JSON line")
-      .add("--messages", messages, "messages from rank 0 to rank 1 per measurement")
+  roam_bench::options_with_json command_line("msgrate");
+  command_line.add("--messages", messages, "messages from rank 0 to rank 1 per measurement")
       .parse(argc, argv);
   const int rank = roam_bench::init_mpi_pair(argc, argv, "msgrate");
   const double mpi_rate = raw_mpi_rate(messages, rank);
@@ -77,7 +75,7 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     std::printf("%12s %16s %16s %8s\n", "messages", "roam_msgs_per_s", "mpi_msgs_per_s", "ratio");
     std::printf("%12ld %16.0f %16.0f %8.3f\n", messages, roam_rate, mpi_rate, roam_rate / mpi_rate);
-    if (json)
+    if (command_line.json)
       std::printf("{\"bench\":\"msgrate\",\"msgs_per_s\":%s}\n",
                   roam_bench::number(roam_rate).c_str());
   }

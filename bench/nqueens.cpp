@@ -89,11 +89,8 @@ long with_omp(std::array<int, 32> cols, int row) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool json = false;
-  roam_bench::options("nqueens")
-      .flag("--json", json, "end with the results as one JSON line")
-      .add("--n", n, "board size and number of queens")
-      .parse(argc, argv);
+  roam_bench::options_with_json command_line("nqueens");
+  command_line.add("--n", n, "board size and number of queens").parse(argc, argv);
   const long expected = serial({}, 0);
   roam_bench::fork_join_kernel k{"nqueens", [&] { return with_roam({}, 0) == expected; },
                                  [&] { return with_tbb({}, 0) == expected; },
@@ -104,5 +101,5 @@ int main(int argc, char** argv) {
                                    r = with_omp({}, 0);
                                    return r == expected;
                                  }};
-  return roam_bench::compare_fork_join(json, k);
+  return roam_bench::compare_fork_join(command_line.json, k);
 }

@@ -52,11 +52,9 @@ double timed(long messages, bool through_channel) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool json = false;
   long messages = 1'000'000, rounds = 3;
-  roam_bench::options("object_channel")
-      .flag("--json", json, "end with the results as one JSON line")
-      .add("--messages", messages, "messages each rank sends per measurement")
+  roam_bench::options_with_json command_line("object_channel");
+  command_line.add("--messages", messages, "messages each rank sends per measurement")
       .add("--rounds", rounds, "measurements of each version (the best counts)")
       .parse(argc, argv);
   rounds = std::max(1L, rounds);
@@ -87,7 +85,7 @@ int main(int argc, char** argv) {
     std::printf("%-16s %6d %10ld %16.0f %16.0f %8.3f\n", "object_channel", ranks, messages,
                 direct_rate, channel_rate, channel_rate / direct_rate);
     if (!right) std::printf("WRONG: some messages ran more or less than once\n");
-    if (json)
+    if (command_line.json)
       std::printf(
           "{\"bench\":\"object_channel\",\"ranks\":%d,\"direct_rate\":%s,\"channel_rate\":%s,"
           "\"ratio\":%s}\n",

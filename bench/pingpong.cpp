@@ -52,11 +52,9 @@ std::vector<double> roam_one_way_us(roam::config cfg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool json = false;
   std::size_t max_bytes = 4194304, min_bytes = 0;
-  roam_bench::options("pingpong")
-      .flag("--json", json, "end with the results as one JSON line")
-      .add("--max-bytes", max_bytes, "largest message size measured")
+  roam_bench::options_with_json command_line("pingpong");
+  command_line.add("--max-bytes", max_bytes, "largest message size measured")
       .add("--min-bytes", min_bytes, "smallest message size measured")
       .parse(argc, argv);
   std::erase_if(sizes, [=](std::size_t s) { return s > max_bytes || s < min_bytes; });
@@ -89,7 +87,7 @@ int main(int argc, char** argv) {
       std::printf("%10zu %12.3f %12.3f %8.3f %12.3f\n", sizes[i], roam_us[i], mpi_us[i], ratio[i],
                   inproc_us[i]);
     }
-    if (json)
+    if (command_line.json)
       std::printf(
           "{\"bench\":\"pingpong\",\"sizes\":%s,\"roam_us\":%s,\"mpi_us\":%s,\"ratio\":%s,\"inproc_"
           "us\":%s}\n",

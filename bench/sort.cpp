@@ -30,12 +30,9 @@ void merge_sort(key* data, key* scratch, std::size_t n, Fork&& fork) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool json = false;
   std::size_t elements = 10000000;
-  roam_bench::options("sort")
-      .flag("--json", json, "end with the results as one JSON line")
-      .add("--elements", elements, "64-bit keys to sort")
-      .parse(argc, argv);
+  roam_bench::options_with_json command_line("sort");
+  command_line.add("--elements", elements, "64-bit keys to sort").parse(argc, argv);
   std::vector<key> input(elements);
   std::mt19937_64 rng(7);
   for (auto& x : input) x = rng();
@@ -73,5 +70,5 @@ int main(int argc, char** argv) {
                                    merge_sort(data.data(), scratch.data(), elements, omp_fork);
                                    return data == sorted;
                                  }};
-  return roam_bench::compare_fork_join(json, k);
+  return roam_bench::compare_fork_join(command_line.json, k);
 }

@@ -7,6 +7,7 @@
 #include "bench_options.hpp"
 #include "bench_report.hpp"
 #include "empty_handlers.hpp"
+#include "one_node.hpp"
 
 #include <roam/roam.hpp>
 
@@ -27,18 +28,11 @@ double per_item_ns(clock_type::time_point start, long items) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool json = false;
-  roam_bench::options("spawn")
-      .flag("--json", json, "end with the results as one JSON line")
-      .add("--count", count, "handlers, tasklets and yields per measurement")
+  roam_bench::options_with_json command_line("spawn");
+  command_line.add("--count", count, "handlers, tasklets and yields per measurement")
       .parse(argc, argv);
-  roam::config cfg;
-  cfg.transport = roam::transport_kind::inproc;
-  cfg.nodes = 1;
-  cfg.threads = 1;
-  cfg.lend_app_thread = false;
   double handler_ns = 0, tasklet_ns = 0, suspend_ns = 0;
-  roam::run(cfg, [&] {
+  roam::run(roam_bench::one_node_config(1, false), [&] {
     for (int round = 0; round < 2; ++round) {  // the first round warms pools
       // Handlers: a batch sent from a handler on the worker, timed until all have run.
       auto start = clock_type::now();
@@ -62,7 +56,7 @@ int main(int argc, char** argv) {
   std::printf("%-22s %10s\n", "operation", "ns");
   std::printf("%-22s %10.1f\n%-22s %10.1f\n%-22s %10.1f\n", "handler", handler_ns,
               "tasklet spawn+join", tasklet_ns, "suspend/resume", suspend_ns);
-  if (json)
+  if (command_line.json)
     std::printf(
         "{\"bench\":\"spawn\",\"handler_ns\":%s,\"tasklet_ns\":%s,\"suspend_resume_ns\":%s}\n",
         roam_bench::number(handler_ns).c_str(), roam_bench::number(tasklet_ns).c_str(),

@@ -12,6 +12,7 @@
 //        waits for quiescence behind one 200 ms handler)
 #include "bench_options.hpp"
 #include "bench_report.hpp"
+#include "one_node.hpp"
 
 #include <roam/roam.hpp>
 
@@ -62,13 +63,8 @@ long search(int depth) {
 bool with_tasklets = false;
 
 double run_once(unsigned workers, bool lend) {
-  roam::config cfg;
-  cfg.transport = roam::transport_kind::inproc;
-  cfg.nodes = 1;
-  cfg.threads = workers;
-  cfg.lend_app_thread = lend;
   double seconds = 0;
-  roam::run(cfg, [&] {
+  roam::run(roam_bench::one_node_config(workers, lend), [&] {
     const auto start = clock_type::now();
     if (with_tasklets)
       roam::send(0, [] { (void)search(0); });
@@ -89,14 +85,10 @@ double thread_cpu_seconds() {
 // The CPU share the application thread takes while it waits for quiescence and the node's
 // only work is one long handler it cannot help with: the cost of waiting itself.
 double waiting_cpu_share() {
-  roam::config cfg;
-  cfg.transport = roam::transport_kind::inproc;
-  cfg.nodes = 1;
-  cfg.threads = 1;
   double share = 0;
   static std::atomic<double> handler_cpu{0};
   static std::thread::id ran_on;
-  roam::run(cfg, [&] {
+  roam::run(roam_bench::one_node_config(1, true), [&] {
     roam::send(0, [] {
       // The lent application thread may take this handler itself: its CPU is then not
       // the cost of waiting.
@@ -124,11 +116,9 @@ double waiting_cpu_share() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool json = false;
   int rounds = 5;
-  roam_bench::options("waiting_thread")
-      .flag("--json", json, "end with the results as one JSON line")
-      .add("--depth", max_depth, "depth of the tree (4-ary: (4^(D+1)-1)/3 handlers)")
+  roam_bench::options_with_json command_line("waiting_thread");
+  command_line.add("--depth", max_depth, "depth of the tree (4-ary: (4^(D+1)-1)/3 handlers)")
       .add("--work-ns", work_ns, "busy work per handler, in nanoseconds")
       .add("--rounds", rounds, "rounds of the three configurations, alternated")
       .flag("--tasklets", with_tasklets,
@@ -164,7 +154,7 @@ int main(int argc, char** argv) {
       "[%.1f, %.1f]\n",
       100 * waiting_share, 100 * *std::min_element(waiting.begin(), waiting.end()),
       100 * *std::max_element(waiting.begin(), waiting.end()));
-  if (json)
+  if (command_line.json)
     std::printf(
         "{\"bench\":\"waiting_thread\",\"handlers\":%ld,\"lend_s\":%s,\"two_s\":%s,"
         "\"one_s\":%s,\"lend_vs_two\":%s,\"lend_speedup\":%s,"

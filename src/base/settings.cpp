@@ -153,16 +153,32 @@ const void* layer_settings::find(const detail::settings_group& group) const noex
 }
 
 namespace setting_values {
+namespace {
+
+// Every parser reports a value that does not fit in the same words.
+[[noreturn]] void reject(std::string_view text, const std::string& origin,
+                         const std::string& expected) {
+  throw config_error("invalid value '" + std::string(text) + "' for " + origin + ": expected " +
+                     expected);
+}
+
+// `text` as a whole or real Number in [min, max]; `kind` names it for the message.
+template <class Number>
+Number number_in_range(std::string_view text, const std::string& origin, Number min, Number max,
+                       const char* kind) {
+  Number v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || end != text.data() + text.size() || !(v >= min && v <= max))
+    reject(text, origin,
+           std::string(kind) + " in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+  return v;
+}
+
+}  // namespace
 
 std::uint64_t whole(std::string_view text, const std::string& origin, std::uint64_t min,
                     std::uint64_t max) {
-  std::uint64_t v = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc{} || end != text.data() + text.size() || v < min || v > max)
-    throw config_error("invalid value '" + std::string(text) + "' for " + origin +
-                       ": expected an integer in [" + std::to_string(min) + ", " +
-                       std::to_string(max) + "]");
-  return v;
+  return number_in_range(text, origin, min, max, "an integer");
 }
 
 std::uint32_t count(std::string_view text, const std::string& origin, std::uint32_t min,
@@ -171,13 +187,7 @@ std::uint32_t count(std::string_view text, const std::string& origin, std::uint3
 }
 
 double real(std::string_view text, const std::string& origin, double min, double max) {
-  double v = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc{} || end != text.data() + text.size() || !(v >= min && v <= max))
-    throw config_error("invalid value '" + std::string(text) + "' for " + origin +
-                       ": expected a number in [" + std::to_string(min) + ", " +
-                       std::to_string(max) + "]");
-  return v;
+  return number_in_range(text, origin, min, max, "a number");
 }
 
 std::uint64_t bytes(std::string_view text, const std::string& origin, std::uint64_t min,
@@ -197,17 +207,16 @@ std::uint64_t bytes(std::string_view text, const std::string& origin, std::uint6
   const bool fits = ec == std::errc{} && end != text.data() && (v << shift >> shift) == v;
   v <<= shift;
   if (!fits || v < min || v > max)
-    throw config_error("invalid value '" + std::string(text) + "' for " + origin +
-                       ": expected a size in [" + std::to_string(min >> 10) + "K, " +
-                       std::to_string(max >> 20) + "M] (bytes, or with a K, M or G suffix)");
+    reject(text, origin,
+           "a size in [" + std::to_string(min >> 10) + "K, " + std::to_string(max >> 20) +
+               "M] (bytes, or with a K, M or G suffix)");
   return v;
 }
 
 bool on_off(std::string_view text, const std::string& origin) {
   if (text == "1" || text == "on" || text == "true" || text == "yes") return true;
   if (text == "0" || text == "off" || text == "false" || text == "no") return false;
-  throw config_error("invalid value '" + std::string(text) + "' for " + origin +
-                     ": expected on|off (or 1|0, true|false, yes|no)");
+  reject(text, origin, "on|off (or 1|0, true|false, yes|no)");
 }
 
 std::size_t choice(std::string_view text, const std::string& origin,
@@ -217,8 +226,7 @@ std::size_t choice(std::string_view text, const std::string& origin,
   std::string expected;
   for (std::size_t i = 0; i < choices.size(); ++i)
     expected += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + std::string(choices[i]);
-  throw config_error("invalid value '" + std::string(text) + "' for " + origin + ": expected " +
-                     expected);
+  reject(text, origin, expected);
 }
 
 }  // namespace setting_values

@@ -13,48 +13,46 @@ namespace roam {
 namespace {
 
 using setting_values::bytes;
+using setting_values::choice;
 using setting_values::count;
 using setting_values::on_off;
+
+// The count and switch settings differ only in their field (and bounds).
+template <std::uint32_t config::*field, std::uint32_t min, std::uint32_t max>
+void store_count(config& c, std::string_view v, const std::string& o) {
+  c.*field = count(v, o, min, max);
+}
+
+template <bool config::*field>
+void store_switch(config& c, std::string_view v, const std::string& o) {
+  c.*field = on_off(v, o);
+}
 
 std::vector<setting<config>> core_settings() {
   return {
       {"transport", "ROAM_TRANSPORT", "auto|inproc|mpi",
        "auto: mpi when started by mpiexec with several ranks, else inproc", false,
        [](config& c, std::string_view v, const std::string& o) {
-         if (v == "auto")
-           c.transport = transport_kind::automatic;
-         else if (v == "inproc")
-           c.transport = transport_kind::inproc;
-         else if (v == "mpi")
-           c.transport = transport_kind::mpi;
-         else
-           throw config_error("invalid value '" + std::string(v) + "' for " + o +
-                              ": expected auto, inproc or mpi");
+         constexpr transport_kind kinds[] = {transport_kind::automatic, transport_kind::inproc,
+                                             transport_kind::mpi};
+         c.transport = kinds[choice(v, o, {"auto", "inproc", "mpi"})];
        }},
       {"nodes", "ROAM_NODES", "1..4096", "virtual nodes of the inproc transport (default 1)", false,
-       [](config& c, std::string_view v, const std::string& o) { c.nodes = count(v, o, 1, 4096); }},
+       store_count<&config::nodes, 1, 4096>},
       {"threads", "ROAM_THREADS", "0..1024",
        "workers per node; 0 = hardware threads - 1 shared by the host's nodes (default 0)", false,
-       [](config& c, std::string_view v, const std::string& o) {
-         c.threads = count(v, o, 0, 1024);
-       }},
+       store_count<&config::threads, 0, 1024>},
       {"comm-thread", "ROAM_COMM_THREAD", "on|off",
        "dedicated MPI communication thread; off: idle workers poll in turn (default off)", true,
-       [](config& c, std::string_view v, const std::string& o) { c.comm_thread = on_off(v, o); }},
+       store_switch<&config::comm_thread>},
       {"inline-bytes", "ROAM_INLINE_BYTES", "0..65536",
        "largest payload sent inside the header message (default 512; never below the "
        "largest aggregation buffer up to 65536, so a full buffer is one message)",
-       false,
-       [](config& c, std::string_view v, const std::string& o) {
-         c.inline_bytes = count(v, o, 0, 65536);
-       }},
+       false, store_count<&config::inline_bytes, 0, 65536>},
       {"aggregate-bytes", "ROAM_AGGREGATE_BYTES", "0..16777216",
        "size of a channel's aggregation buffer per destination and thread; 0: no "
        "aggregation (default 8192)",
-       false,
-       [](config& c, std::string_view v, const std::string& o) {
-         c.aggregate_bytes = count(v, o, 0, 16u << 20);
-       }},
+       false, store_count<&config::aggregate_bytes, 0, 16u << 20>},
       {"aggregate-growth", "ROAM_AGGREGATE_GROWTH", "1|2|4|..|64",
        "a buffer that keeps filling doubles, up to this many times --roam-aggregate-bytes; "
        "1: fixed size (default 4)",
@@ -68,9 +66,7 @@ std::vector<setting<config>> core_settings() {
        }},
       {"lend-app-thread", "ROAM_LEND_APP_THREAD", "on|off",
        "a waiting application thread runs its node's work (default on)", true,
-       [](config& c, std::string_view v, const std::string& o) {
-         c.lend_app_thread = on_off(v, o);
-       }},
+       store_switch<&config::lend_app_thread>},
       {"stack-size", "ROAM_STACK_SIZE", "16K..1024M",
        "stack of each handler and tasklet (bytes, or K/M suffix); an overflow stops the job "
        "naming the handler (default 128K)",
@@ -79,21 +75,16 @@ std::vector<setting<config>> core_settings() {
          c.stack_bytes = bytes(v, o, std::uint64_t{16} << 10, max_stack_bytes);
        }},
       {"pin", "ROAM_PIN", "on|off", "pin workers to cores with hwloc (default off)", true,
-       [](config& c, std::string_view v, const std::string& o) { c.pin = on_off(v, o); }},
+       store_switch<&config::pin>},
       {"spin-us", "ROAM_SPIN_US", "0..1000000",
        "microseconds an idle worker searches before parking (default 50)", false,
-       [](config& c, std::string_view v, const std::string& o) {
-         c.spin_us = count(v, o, 0, 1000000);
-       }},
+       store_count<&config::spin_us, 0, 1000000>},
       {"poll-us", "ROAM_POLL_US", "1..1000000",
        "network poll interval of parked threads, x10 while another thread of the node spins; "
        "after traffic the first sleeps are 1/8, 1/4, 1/2 of it (default 100)",
-       false,
-       [](config& c, std::string_view v, const std::string& o) {
-         c.poll_us = count(v, o, 1, 1000000);
-       }},
+       false, store_count<&config::poll_us, 1, 1000000>},
       {"help", "ROAM_HELP", "on|off", "print this table and exit", true,
-       [](config& c, std::string_view v, const std::string& o) { c.help = on_off(v, o); }},
+       store_switch<&config::help>},
   };
 }
 

@@ -6,6 +6,12 @@ namespace {
 using setting_values::count;
 using setting_values::real;
 
+// The count settings differ only in their field and bounds.
+template <std::uint32_t policy_settings::*field, std::uint32_t min, std::uint32_t max>
+void store_count(policy_settings& s, std::string_view v, const std::string& o) {
+  s.*field = count(v, o, min, max);
+}
+
 std::vector<setting<policy_settings>> lb_settings() {
   return {
       {"lb", "ROAM_LB", "name",
@@ -19,20 +25,14 @@ std::vector<setting<policy_settings>> lb_settings() {
       {"lb-period-us", "ROAM_LB_PERIOD_US", "10..60000000",
        "the balancing period: how often a node runs its policy (sooner when a worker runs out of "
        "work); greedy_refine's round period (default 2000)",
-       false,
-       [](policy_settings& s, std::string_view v, const std::string& o) {
-         s.period_us = count(v, o, 10, 60000000);
-       }},
+       false, store_count<&policy_settings::period_us, 10, 60000000>},
       {"lb-threshold", "ROAM_LB_THRESHOLD", "0..1e9",
        "load below which a node asks for work (diffusion, master_worker; default 1)", false,
        [](policy_settings& s, std::string_view v, const std::string& o) {
          s.threshold = real(v, o, 0, 1e9);
        }},
       {"lb-neighbors", "ROAM_LB_NEIGHBORS", "1..4096", "diffusion neighbourhood size (default 2)",
-       false,
-       [](policy_settings& s, std::string_view v, const std::string& o) {
-         s.neighbors = count(v, o, 1, 4096);
-       }},
+       false, store_count<&policy_settings::neighbors, 1, 4096>},
       {"lb-tolerance", "ROAM_LB_TOLERANCE", "0..10",
        "greedy_refine: the makespan above the lower bound it leaves alone, and the least gain "
        "worth moving for; diffusion, master_worker: relative load difference worth a request "
@@ -42,9 +42,7 @@ std::vector<setting<policy_settings>> lb_settings() {
          s.tolerance = real(v, o, 0, 10);
        }},
       {"lb-master", "ROAM_LB_MASTER", "0..4095", "master_worker's master node (default 0)", false,
-       [](policy_settings& s, std::string_view v, const std::string& o) {
-         s.master = count(v, o, 0, 4095);
-       }},
+       store_count<&policy_settings::master, 0, 4095>},
   };
 }
 
