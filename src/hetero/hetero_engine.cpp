@@ -94,7 +94,9 @@ hetero_engine::hetero_engine(const hetero_options& options)
 hetero_engine::~hetero_engine() {
   stop();
   for (auto& d : devices_) d->synchronize();
-  // The executor, destroyed before the devices, waits for their last callbacks.
+  // Before any of the engine's state goes: a late callback (the CUDA poller's) still reaches
+  // the executor, and only queues (it was stopped).
+  executor_.wait_for_callbacks();
 }
 
 void hetero_engine::start() { executor_.start("roam-hetero"); }

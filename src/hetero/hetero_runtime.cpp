@@ -203,6 +203,7 @@ coherence host_state(const hetero_object_state& object) noexcept {
 }
 
 std::shared_ptr<hetero_task_state> make_hetero_task(const kernel& k, const launch_dims& dims) {
+  auto engine = engine_or_throw();
   if (dims.group_count() == 0 || dims.local_count() == 0) {
     throw device_error(std::string("kernel '") + (k.name != nullptr ? k.name : "?") +
                        "' launched with a zero dimension");
@@ -210,7 +211,7 @@ std::shared_ptr<hetero_task_state> make_hetero_task(const kernel& k, const launc
   kernel_launch launch;
   launch.function = &k;
   launch.dims = dims;
-  return engine_or_throw()->new_task(std::move(launch));
+  return engine->new_task(std::move(launch));
 }
 
 namespace {

@@ -38,6 +38,10 @@ void object_coherence::written(std::size_t space) {
 
 void object_coherence::evicted(std::size_t space) {
   if (space == 0) throw device_error("the host copy cannot be evicted (internal error)");
+  if (states_.at(space) == coherence::shared &&
+      std::count_if(states_.begin(), states_.end(),
+                    [](coherence c) { return c != coherence::invalid; }) == 1)
+    throw device_error("a hetero object's only valid copy was evicted unwritten (internal error)");
   if (states_.at(space) == coherence::modified) states_[0] = coherence::modified;
   states_[space] = coherence::invalid;
 }

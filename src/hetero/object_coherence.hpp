@@ -36,7 +36,8 @@ class object_coherence {
   /// host): it is Modified, every other copy Invalid.
   void written(std::size_t space);
   /// A device copy's buffer goes back to its pool. A Modified one was written back to the host
-  /// first, which becomes Modified; a Shared or Invalid one leaves a valid copy elsewhere.
+  /// first, which becomes Modified; a Shared or Invalid one leaves a valid copy elsewhere (a
+  /// Shared copy that is the only valid one is an internal error: device_error, no change).
   void evicted(std::size_t space);
   /// The copies in `failed_spaces` (bit s for space s) hold undefined contents: a transfer into
   /// them, or a range write to them, failed. Where a valid copy outside the mask is left, they

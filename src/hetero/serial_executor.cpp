@@ -16,7 +16,9 @@ struct drain_frame {
 thread_local drain_frame current_drain;
 }  // namespace
 
-serial_executor::~serial_executor() {
+serial_executor::~serial_executor() { wait_for_callbacks(); }
+
+void serial_executor::wait_for_callbacks() {
   std::unique_lock lock(mutex_);
   wake_.wait(lock, [&] { return callbacks_outstanding_ == 0; });
 }

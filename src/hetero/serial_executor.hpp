@@ -36,13 +36,17 @@ class serial_executor {
   explicit serial_executor(batch_runner run) : run_(std::move(run)) {}
   serial_executor(const serial_executor&) = delete;
   serial_executor& operator=(const serial_executor&) = delete;
-  /// Waits for every callback announced by expect_callback() (after stop()).
+  /// Waits for every callback announced by expect_callback() (wait_for_callbacks()).
   ~serial_executor();
 
   void start(const char* thread_name);
-  /// From here on only the engine thread drains; joins it, and waits for a drain still running
-  /// on another thread (it may hold references that keep the engine's owner alive).
+  /// From here on nothing drains (posts only queue); joins the engine thread, and waits for a
+  /// drain still running on another thread (it may hold references that keep the engine's
+  /// owner alive).
   void stop();
+  /// Blocks until every callback announced by expect_callback() has posted (call after
+  /// stop(), once nothing will complete new operations: their callbacks only queue then).
+  void wait_for_callbacks();
 
   void post(work item, drainer who);
   /// A device callback will post once: the executor outlives it (the destructor waits).

@@ -47,8 +47,8 @@ roam::node_local<long> first_counter;
 roam::node_local<long> second_counter;
 
 TEST(NodeLocal, LookupsOfSeveralGlobalsOnOneThreadFindEachTheirOwnInstance) {
-  // local() remembers the calling thread's last lookup: alternating between globals, and
-  // between runs, must still find each global's own instance of this node.
+  // Alternating between globals, and between runs, local() finds each global's own instance
+  // of this node.
   for (int run = 0; run < 2; ++run)
     run_everywhere([] {
       const long me = roam::this_node();

@@ -126,6 +126,19 @@ TEST(ObjectCoherence, EvictingASharedCopyLeavesTheOthersAsTheyAre) {
   expect_invariant(c);
 }
 
+TEST(ObjectCoherence, ALoneSurvivorOfAFailureIsModifiedSoItsEvictionWritesBack) {
+  // No transition leaves a Shared copy as the only valid one (evicted() refuses that as an
+  // internal error): the survivor is Modified, and evicting it makes the host Modified.
+  object_coherence c(2);
+  c.written(1);
+  c.copied(1, 0);  // both Shared
+  ASSERT_TRUE(c.failed(mask({0})));
+  ASSERT_EQ(states_of(c), (std::vector{I, M}));
+  c.evicted(1);
+  EXPECT_EQ(states_of(c), (std::vector{M, I}));
+  expect_invariant(c);
+}
+
 TEST(ObjectCoherence, TheHostCopyIsNeverEvicted) {
   object_coherence c(2);
   EXPECT_THROW(c.evicted(0), roam::device_error);

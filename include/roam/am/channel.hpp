@@ -278,7 +278,10 @@ class channel_of {
  public:
   /// A channel to `fn` (a function or a lambda without captures) whose messages keep `order`.
   channel_of(H fn, channel_order order) : fn_(fn), order_(static_cast<detail::lane_order>(order)) {
-    if constexpr (!detail::bound_channel_handler<H>) detail::check_handler_type<H>();
+    if constexpr (detail::bound_channel_handler<H>)
+      detail::check_handler_parameters<H>();  // bound to state, not sent: the type is fine
+    else
+      detail::check_handler_type<H>();
     static_assert(detail::handler_traits<H>::is_function_pointer || std::is_empty_v<H> ||
                       detail::bound_channel_handler<H>,
                   "roam::channel: the handler must be a function or a lambda without captures "

@@ -240,7 +240,13 @@ class node_local {
   /// looks the instance up once per group of messages (a per-element handler on a table, as
   /// in bale's histogram, costs what it would on a plain array). `fn` is a lambda without
   /// captures whose first parameter is T& (or const T&) and which returns nothing; a leading
-  /// roam::source_node may follow it. Ordering, threading and failures as roam::channel.
+  /// roam::source_node may follow it. Ordering, threading and failures as roam::channel. On a
+  /// collective node_local, a group that reaches a node before it built its instance waits
+  /// for it, and so do the messages behind it (those later in the bundle, and the sending
+  /// thread's later bundles on an ordered channel). On a
+  /// collective node_local, a group that reaches a node before it built its instance waits
+  /// for it, and so do the messages behind it (those later in the bundle, and the sending
+  /// thread's later bundles on an ordered channel).
   template <class F>
   auto channel(F, channel_order order = channel_order::ordered) const {
     static_assert(std::is_empty_v<F>,
@@ -251,6 +257,9 @@ class node_local {
   /// The same with a look-ahead hint (roam::look_ahead) that also takes T& first.
   template <class F, class Hint>
   auto channel(F, look_ahead_hint<Hint>, channel_order order = channel_order::ordered) const {
+    static_assert(std::is_empty_v<F>,
+                  "roam::node_local::channel: the handler must be a lambda "
+                  "without captures (pass values as arguments)");
     return channel_of<bound_handler<F>, bound_handler<Hint>>(bound_handler<F>{nullptr, id_}, order);
   }
 

@@ -101,6 +101,18 @@ struct check_handler_parameter {
   static constexpr bool ok = true;
 };
 
+/// Checks each parameter of handler H (check_handler_parameter).
+template <class H>
+void check_handler_parameters() {
+  using traits = handler_traits<H>;
+  []<std::size_t... I>(std::index_sequence<I...>) {
+    (void)(check_handler_parameter<
+               H, I, std::decay_t<std::tuple_element_t<I, typename traits::params>>>::ok &&
+           ...);
+  }
+  (std::make_index_sequence<std::tuple_size_v<typename traits::params>>{});
+}
+
 template <class H>
 void check_handler_type() {
   using traits = handler_traits<H>;
@@ -115,12 +127,7 @@ void check_handler_type() {
       "and a lambda with captures cannot be constructed there; pass the captured "
       "values as arguments, or write a function object with a default constructor "
       "and `serialize`");
-  []<std::size_t... I>(std::index_sequence<I...>) {
-    (void)(check_handler_parameter<
-               H, I, std::decay_t<std::tuple_element_t<I, typename traits::params>>>::ok &&
-           ...);
-  }
-  (std::make_index_sequence<std::tuple_size_v<typename traits::params>>{});
+  check_handler_parameters<H>();
 }
 
 std::string describe_exception(const std::exception_ptr& e, std::string& type);
