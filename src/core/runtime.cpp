@@ -55,6 +55,12 @@ void send_raw_for_testing(node_id dest, std::vector<std::byte> bytes) {
   p->net().send_raw_for_testing(dest, std::move(bytes));
 }
 
+void send_raw_payload_for_testing(node_id dest, std::vector<std::byte> bytes) {
+  process_runtime* p = active_process();
+  if (!p) throw usage_error("send_raw_payload_for_testing called outside roam::run");
+  p->net().send_raw_payload_for_testing(dest, std::move(bytes));
+}
+
 node_runtime& sending_node(const char* caller) {
   if (node_runtime* n = current_node()) return *n;
   if (process_runtime* p = active_process(); p && p->nodes().size() == 1)

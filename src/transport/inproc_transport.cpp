@@ -1,6 +1,7 @@
 // Virtual nodes inside one process. A send hands the message's bytes to the destination
 // node's queue on the calling thread: the bytes are the same as on the wire, so every
 // serialization path is exercised, but nothing is copied twice.
+#include <roam/base/error.hpp>
 #include <roam/transport/detail/backends.hpp>
 
 #include <thread>
@@ -28,6 +29,9 @@ class inproc_transport final : public transport {
   void send_raw_for_testing(node_id dest, std::vector<std::byte> bytes) override {
     (void)dest;  // the header inside the bytes says where it goes, as on a real wire
     deliver_(message_from_wire(bytes.data(), bytes.size(), 0), false);
+  }
+  void send_raw_payload_for_testing(node_id, std::vector<std::byte>) override {
+    throw usage_error("the inproc transport has no separate payload frames to inject");
   }
   void process_barrier() override {}
 

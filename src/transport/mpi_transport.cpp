@@ -33,10 +33,28 @@ constexpr int tag_data = 7002;
 
 void abort_job() { MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE); }
 
+/// MPI's text for an error code.
+std::string mpi_error_text(int rc) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(rc, text, &length) != MPI_SUCCESS) return "MPI error " + std::to_string(rc);
+  return std::string(text, static_cast<std::size_t>(length));
+}
+
+/// Every MPI call's result is checked: a failure stops the job naming the call, this rank,
+/// the peer rank when there is one (`peer` >= 0), and MPI's cause.
+void check_mpi(int rc, const char* call, int rank, int peer = -1) {
+  if (rc == MPI_SUCCESS) return;
+  fatal(std::string(call) + (peer >= 0 ? " with rank " + std::to_string(peer) : std::string()) +
+        " failed on rank " + std::to_string(rank) + ": " + mpi_error_text(rc));
+}
+
 void finalize_at_exit() {
   int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (const int rc = MPI_Finalized(&finalized); rc != MPI_SUCCESS || finalized) return;
+  // At exit nothing can stop the job any more: the failure is reported, not hidden.
+  if (const int rc = MPI_Finalize(); rc != MPI_SUCCESS)
+    std::fprintf(stderr, "%s\n", error_text("MPI_Finalize failed: " + mpi_error_text(rc)).c_str());
 }
 
 std::string line_of(const std::string& text, std::size_t index) {
@@ -54,32 +72,33 @@ class mpi_transport final : public transport {
         direct_sends_(options.direct_sends),
         deliver_(std::move(deliver)) {
     int initialized = 0;
-    MPI_Initialized(&initialized);
+    check(MPI_Initialized(&initialized), "MPI_Initialized");
     int provided = 0;
     if (!initialized) {
-      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+      check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
       std::atexit(finalize_at_exit);
     } else {
-      MPI_Query_thread(&provided);
+      check(MPI_Query_thread(&provided), "MPI_Query_thread");
     }
     set_job_abort_hook(abort_job);
     if (provided < MPI_THREAD_SERIALIZED)
       fatal("the MPI library provides thread level " + std::to_string(provided) +
             "; roam needs MPI_THREAD_SERIALIZED or MPI_THREAD_MULTIPLE");
-    MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
-    MPI_Comm_rank(comm_, &rank_);
-    MPI_Comm_size(comm_, &size_);
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+    // Errors on roam's communicator come back as codes so that roam can name them.
+    check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+    check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
     MPI_Comm host;
-    MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &host);
+    check(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &host),
+          "MPI_Comm_split_type");
     int host_size = 1, host_rank = 0;
-    MPI_Comm_size(host, &host_size);
-    MPI_Comm_rank(host, &host_rank);
+    check(MPI_Comm_size(host, &host_size), "MPI_Comm_size");
+    check(MPI_Comm_rank(host, &host_rank), "MPI_Comm_rank");
     host_index_ = static_cast<unsigned>(host_rank);
-    MPI_Comm_free(&host);
+    check(MPI_Comm_free(&host), "MPI_Comm_free");
     host_processes_ = static_cast<unsigned>(host_size);
     per_source_.resize(static_cast<std::size_t>(size_));
-    // Errors on roam's communicator come back as codes so that roam can name them.
-    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
     ring_.resize(ring_slots);
     for (std::size_t i = 0; i < ring_.size(); ++i) post_receive(i);
   }
@@ -87,10 +106,10 @@ class mpi_transport final : public transport {
   ~mpi_transport() override {
     // Every process has passed process_barrier(): nothing more will arrive.
     for (auto& slot : ring_) {
-      MPI_Cancel(&slot.request);
-      MPI_Wait(&slot.request, MPI_STATUS_IGNORE);
+      check(MPI_Cancel(&slot.request), "MPI_Cancel");
+      check(MPI_Wait(&slot.request, MPI_STATUS_IGNORE), "MPI_Wait");
     }
-    MPI_Comm_free(&comm_);
+    check(MPI_Comm_free(&comm_), "MPI_Comm_free");
   }
 
   node_id size() const noexcept override { return static_cast<node_id>(size_); }
@@ -133,7 +152,12 @@ class mpi_transport final : public transport {
 
   void send_raw_for_testing(node_id dest, std::vector<std::byte> bytes) override {
     std::lock_guard guard(out_lock_);
-    raw_outgoing_.emplace_back(static_cast<int>(dest), std::move(bytes));
+    raw_outgoing_.push_back({static_cast<int>(dest), tag_header, std::move(bytes)});
+    queued_.store(true, std::memory_order_release);
+  }
+  void send_raw_payload_for_testing(node_id dest, std::vector<std::byte> bytes) override {
+    std::lock_guard guard(out_lock_);
+    raw_outgoing_.push_back({static_cast<int>(dest), tag_data, std::move(bytes)});
     queued_.store(true, std::memory_order_release);
   }
 
@@ -174,10 +198,10 @@ class mpi_transport final : public transport {
 
   void validate_fingerprint(const std::string& fingerprint) override {
     int length = static_cast<int>(fingerprint.size());
-    MPI_Bcast(&length, 1, MPI_INT, 0, comm_);
+    check(MPI_Bcast(&length, 1, MPI_INT, 0, comm_), "MPI_Bcast", 0);
     std::string root(static_cast<std::size_t>(length), '\0');
     if (rank_ == 0) root = fingerprint;
-    MPI_Bcast(root.data(), length, MPI_CHAR, 0, comm_);
+    check(MPI_Bcast(root.data(), length, MPI_CHAR, 0, comm_), "MPI_Bcast", 0);
     if (root == fingerprint) return;
     std::size_t line = 0;
     while (line_of(root, line) == line_of(fingerprint, line)) ++line;
@@ -193,7 +217,7 @@ class mpi_transport final : public transport {
     MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE);
   }
 
-  void process_barrier() override { MPI_Barrier(comm_); }
+  void process_barrier() override { check(MPI_Barrier(comm_), "MPI_Barrier"); }
 
  private:
   struct send_slot {
@@ -201,13 +225,7 @@ class mpi_transport final : public transport {
     int remaining;
     std::vector<std::byte> raw;
   };
-  static void check(int rc, const char* call) {
-    if (rc == MPI_SUCCESS) return;
-    char text[MPI_MAX_ERROR_STRING];
-    int length = 0;
-    MPI_Error_string(rc, text, &length);
-    fatal(std::string(call) + " failed: " + std::string(text, static_cast<std::size_t>(length)));
-  }
+  void check(int rc, const char* call, int peer = -1) const { check_mpi(rc, call, rank_, peer); }
 
   struct posted_receive {
     message_ptr block;
@@ -220,9 +238,10 @@ class mpi_transport final : public transport {
 
   void post_isend(const void* data, int bytes, int dest, int tag, std::size_t slot) {
     MPI_Request r;
-    check(MPI_Isend(data, bytes, MPI_BYTE, dest, tag, comm_, &r), "MPI_Isend");
+    check(MPI_Isend(data, bytes, MPI_BYTE, dest, tag, comm_, &r), "MPI_Isend", dest);
     send_requests_.push_back(r);
     request_slot_.push_back(slot);
+    request_dest_.push_back(dest);
   }
 
   std::size_t new_slot(message* m, int remaining, std::vector<std::byte> raw = {}) {
@@ -273,9 +292,10 @@ class mpi_transport final : public transport {
       backlog_.pop_front();
       did = true;
     }
-    for (auto& [dest, bytes] : raw_batch_) {
-      std::size_t s = new_slot(nullptr, 1, std::move(bytes));
-      post_isend(slots_[s].raw.data(), static_cast<int>(slots_[s].raw.size()), dest, tag_header, s);
+    for (auto& raw : raw_batch_) {
+      std::size_t s = new_slot(nullptr, 1, std::move(raw.bytes));
+      post_isend(slots_[s].raw.data(), static_cast<int>(slots_[s].raw.size()), raw.dest, raw.tag,
+                 s);
     }
     did |= !raw_batch_.empty();
     raw_batch_.clear();
@@ -289,8 +309,19 @@ class mpi_transport final : public transport {
     const std::size_t window = std::min<std::size_t>(send_requests_.size(), test_window);
     int done = 0;
     indices_.resize(window);
-    MPI_Testsome(static_cast<int>(window), send_requests_.data(), &done, indices_.data(),
-                 MPI_STATUSES_IGNORE);
+    statuses_.resize(window);
+    const int rc = MPI_Testsome(static_cast<int>(window), send_requests_.data(), &done,
+                                indices_.data(), statuses_.data());
+    if (rc == MPI_ERR_IN_STATUS) {
+      // Name the send that failed: its destination, and MPI's cause.
+      for (int i = 0; i < done; ++i) {
+        const auto& status = statuses_[static_cast<std::size_t>(i)];
+        if (status.MPI_ERROR != MPI_SUCCESS)
+          check(status.MPI_ERROR, "a send (MPI_Testsome)",
+                request_dest_[static_cast<std::size_t>(indices_[static_cast<std::size_t>(i)])]);
+      }
+    }
+    check(rc, "MPI_Testsome");
     if (done <= 0) return false;  // includes MPI_UNDEFINED (no active requests)
     for (int i = 0; i < done; ++i) {
       std::size_t s =
@@ -308,10 +339,12 @@ class mpi_transport final : public transport {
       if (send_requests_[i] != MPI_REQUEST_NULL) {
         send_requests_[keep] = send_requests_[i];
         request_slot_[keep] = request_slot_[i];
+        request_dest_[keep] = request_dest_[i];
         ++keep;
       }
     send_requests_.resize(keep);
     request_slot_.resize(keep);
+    request_dest_.resize(keep);
     return true;
   }
 
@@ -348,12 +381,12 @@ class mpi_transport final : public transport {
                 "-byte header frame from node " + std::to_string(status.MPI_SOURCE) +
                 " (corrupt, or a peer with different --roam-inline-bytes, --roam-aggregate-bytes "
                 "or --roam-aggregate-growth)");
-        check(rc, "MPI_Test");
+        check(rc, "MPI_Test (a header frame)", status.MPI_SOURCE);
       }
       if (!flag) break;
       did = true;
       int count = 0;
-      MPI_Get_count(&status, MPI_BYTE, &count);
+      check(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count", status.MPI_SOURCE);
       const auto bytes = static_cast<std::size_t>(count);
       message_ptr m;
       if (bytes <= sizeof(message_header) + pooled_payload_capacity &&
@@ -394,7 +427,7 @@ class mpi_transport final : public transport {
       message::reserve(m, h.payload_size, 0);
       check(MPI_Irecv(m->payload(), static_cast<int>(m->header.payload_size), MPI_BYTE, source,
                       tag_data, comm_, &p.data),
-            "MPI_Irecv");
+            "MPI_Irecv", source);
     }
     auto& queue = per_source_[static_cast<std::size_t>(source)];
     if (queue.empty() && p.data == MPI_REQUEST_NULL) {
@@ -409,12 +442,23 @@ class mpi_transport final : public transport {
   bool complete_receives() {
     bool did = false;
     for (std::size_t i = 0; i < waiting_sources_.size();) {
-      auto& queue = per_source_[static_cast<std::size_t>(waiting_sources_[i])];
+      const int source = waiting_sources_[i];
+      auto& queue = per_source_[static_cast<std::size_t>(source)];
       while (!queue.empty()) {
         auto& front = queue.front();
         if (front.data != MPI_REQUEST_NULL) {
           int flag = 0;
-          MPI_Test(&front.data, &flag, MPI_STATUS_IGNORE);
+          MPI_Status status;
+          const int rc = MPI_Test(&front.data, &flag, &status);
+          if (rc != MPI_SUCCESS) {
+            int error_class = 0;
+            MPI_Error_class(rc, &error_class);
+            if (error_class == MPI_ERR_TRUNCATE)
+              fatal("the payload of a message from node " + std::to_string(source) +
+                    " is larger than the " + std::to_string(front.m->header.payload_size) +
+                    " bytes its header announced (corrupt, or a peer running another program)");
+            check(rc, "MPI_Test (a payload)", source);
+          }
           if (!flag) break;
         }
         deliver_(std::move(front.m), false);
@@ -444,7 +488,12 @@ class mpi_transport final : public transport {
   std::atomic<bool> comm_sleeping_{false};
   std::atomic<bool> queued_{false};
   std::vector<message*> outgoing_;
-  std::vector<std::pair<int, std::vector<std::byte>>> raw_outgoing_, raw_batch_;
+  struct raw_send {
+    int dest;
+    int tag;
+    std::vector<std::byte> bytes;
+  };
+  std::vector<raw_send> raw_outgoing_, raw_batch_;
 
   std::atomic<bool> progress_busy_{false};  // whoever holds it drives MPI; guards all below
   static constexpr std::size_t max_requests_in_flight = 1024;
@@ -452,7 +501,9 @@ class mpi_transport final : public transport {
   std::deque<message*> backlog_;  // sends waiting for a free request slot, in order
   std::vector<MPI_Request> send_requests_;
   std::vector<std::size_t> request_slot_;
+  std::vector<int> request_dest_;  ///< each send request's destination rank, for errors
   std::vector<int> indices_;
+  std::vector<MPI_Status> statuses_;
   std::vector<send_slot> slots_;
   std::vector<std::size_t> free_slots_;
   std::size_t live_sends_ = 0;

@@ -99,6 +99,16 @@ int main(int argc, char** argv) {
       } else if (mode == "unknown-handler") {
         auto h = header_for(999999, 0);
         roam::detail::send_raw_for_testing(1, wire_bytes(h, nullptr, 0));
+      } else if (mode == "raw-to-missing-rank") {  // MPI only: the send itself fails
+        auto h = header_for(id_of_string_handler(), 0);
+        roam::detail::send_raw_for_testing(99, wire_bytes(h, nullptr, 0));
+      } else if (mode == "payload-too-long") {  // MPI only: a separate payload frame
+        // A header announcing a payload larger than a frame (so it follows on its own), then
+        // a payload 8 bytes longer than announced.
+        constexpr std::uint64_t announced = 1 << 20;
+        auto h = header_for(id_of_string_handler(), announced);
+        roam::detail::send_raw_for_testing(1, wire_bytes(h, nullptr, 0));
+        roam::detail::send_raw_payload_for_testing(1, std::vector<std::byte>(announced + 8));
       } else if (mode == "truncated") {
         auto h = header_for(id_of_string_handler(), 100);
         char payload[10] = {};

@@ -69,6 +69,10 @@ class transport {
   /// Fault injection for tests: ships `bytes` to node `dest` exactly as given, as if they
   /// were a message. The receiver validates them like any arriving message.
   virtual void send_raw_for_testing(node_id dest, std::vector<std::byte> bytes) = 0;
+  /// Fault injection for tests: ships `bytes` as the separate payload frame of a large
+  /// message (after a header frame sent with send_raw_for_testing). Throws usage_error on a
+  /// transport without separate payload frames.
+  virtual void send_raw_payload_for_testing(node_id dest, std::vector<std::byte> bytes) = 0;
 
   /// Synchronizes all processes outside the message layer (start-up and shutdown only).
   virtual void process_barrier() = 0;

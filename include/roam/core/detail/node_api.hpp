@@ -130,6 +130,8 @@ std::thread start_service_thread(node_runtime& n, const char* role, std::functio
 
 /// Fault injection for tests: ships raw bytes as if they were a message to `dest`.
 void send_raw_for_testing(node_id dest, std::vector<std::byte> bytes);
+/// Fault injection for tests: ships raw bytes as a large message's separate payload frame.
+void send_raw_payload_for_testing(node_id dest, std::vector<std::byte> bytes);
 
 /// A note of what the calling fiber works on, opaque to the core (the mobile-object layer
 /// notes the object message whose handler runs, to catch a handler waiting for its own
