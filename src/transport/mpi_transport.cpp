@@ -24,6 +24,7 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
+#include <unordered_map>
 
 namespace roam::detail {
 namespace {
@@ -98,7 +99,6 @@ class mpi_transport final : public transport {
     host_index_ = static_cast<unsigned>(host_rank);
     check(MPI_Comm_free(&host), "MPI_Comm_free");
     host_processes_ = static_cast<unsigned>(host_size);
-    per_source_.resize(static_cast<std::size_t>(size_));
     ring_.resize(ring_slots);
     for (std::size_t i = 0; i < ring_.size(); ++i) post_receive(i);
   }
@@ -176,7 +176,7 @@ class mpi_transport final : public transport {
     did |= complete_receives();
     // Transfers in flight count as work: MPI moves large messages in steps that each need
     // a progress call, so a poller must not back off while any is under way.
-    did |= live_sends_ > 0 || !backlog_.empty() || !waiting_sources_.empty();
+    did |= live_sends_ > 0 || !backlog_.empty() || !waiting_.empty();
     unlock_progress();
     return did;
   }
@@ -429,21 +429,21 @@ class mpi_transport final : public transport {
                       tag_data, comm_, &p.data),
             "MPI_Irecv", source);
     }
-    auto& queue = per_source_[static_cast<std::size_t>(source)];
-    if (queue.empty() && p.data == MPI_REQUEST_NULL) {
+    auto queue = waiting_.find(source);
+    if (queue == waiting_.end() && p.data == MPI_REQUEST_NULL) {
       deliver_(std::move(m), false);
       return;
     }
-    if (queue.empty()) waiting_sources_.push_back(source);
     p.m = std::move(m);
-    queue.push_back(std::move(p));
+    if (queue == waiting_.end()) queue = waiting_.try_emplace(source).first;
+    queue->second.push_back(std::move(p));
   }
 
   bool complete_receives() {
     bool did = false;
-    for (std::size_t i = 0; i < waiting_sources_.size();) {
-      const int source = waiting_sources_[i];
-      auto& queue = per_source_[static_cast<std::size_t>(source)];
+    for (auto next = waiting_.begin(); next != waiting_.end();) {
+      const int source = next->first;
+      auto& queue = next->second;
       while (!queue.empty()) {
         auto& front = queue.front();
         if (front.data != MPI_REQUEST_NULL) {
@@ -465,12 +465,7 @@ class mpi_transport final : public transport {
         queue.pop_front();
         did = true;
       }
-      if (queue.empty()) {
-        waiting_sources_[i] = waiting_sources_.back();
-        waiting_sources_.pop_back();
-      } else {
-        ++i;
-      }
+      next = queue.empty() ? waiting_.erase(next) : std::next(next);
     }
     return did;
   }
@@ -510,8 +505,10 @@ class mpi_transport final : public transport {
   static constexpr std::size_t ring_slots = 64;
   std::vector<posted_receive> ring_;
   std::size_t ring_head_ = 0;  // the oldest posted receive
-  std::vector<std::deque<pending_receive>> per_source_;
-  std::vector<int> waiting_sources_;
+  /// The sources with a large message whose payload is still arriving, and what arrived from
+  /// each behind it (held back for FIFO order). Made when needed and erased when drained: an
+  /// empty std::deque costs about 0.6 KB, which per source rank would be O(P) per rank.
+  std::unordered_map<int, std::deque<pending_receive>> waiting_;
 };
 
 }  // namespace
