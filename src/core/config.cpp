@@ -74,6 +74,10 @@ std::vector<setting<config>> core_settings() {
        [](config& c, std::string_view v, const std::string& o) {
          c.stack_bytes = bytes(v, o, std::uint64_t{16} << 10, max_stack_bytes);
        }},
+      {"max-suspended", "ROAM_MAX_SUSPENDED", "0..1000000000",
+       "handlers and tasklets suspended at once in a process, each holding a stack; beyond, "
+       "the job stops naming this setting (default 0: what vm.max_map_count leaves)",
+       false, store_count<&config::max_suspended, 0, 1000000000>},
       {"pin", "ROAM_PIN", "on|off", "pin workers to cores with hwloc (default off)", true,
        store_switch<&config::pin>},
       {"spin-us", "ROAM_SPIN_US", "0..1000000",

@@ -11,8 +11,10 @@
 #include <boost/context/detail/fcontext.hpp>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <mutex>
 #include <vector>
@@ -51,6 +53,38 @@ struct fiber {
 namespace {
 
 std::atomic<std::size_t> stack_size{std::size_t{128} * 1024};
+
+// Suspended fibers: counted on the suspension path only (a handler that never waits costs
+// nothing), capped so that a program suspending without bound stops with a message naming
+// the setting rather than when the kernel refuses a stack's mapping.
+std::atomic<std::size_t> suspended{0};
+std::atomic<std::size_t> suspension_cap{std::numeric_limits<std::size_t>::max()};
+bool cap_is_derived = true;
+
+/// The kernel's limit on a process's memory maps (vm.max_map_count), or 65530 (Linux's
+/// default) when it cannot be read.
+std::size_t kernel_map_limit() {
+  std::size_t limit = 65530;
+  if (std::FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
+    unsigned long value = 0;
+    if (std::fscanf(f, "%lu", &value) == 1 && value > 0) limit = value;
+    std::fclose(f);
+  }
+  return limit;
+}
+
+void note_suspension() {
+  const std::size_t now = suspended.fetch_add(1, std::memory_order_relaxed) + 1;
+  const std::size_t cap = suspension_cap.load(std::memory_order_relaxed);
+  if (now <= cap) return;
+  fatal(std::to_string(now) + " handlers and tasklets are suspended at once in this process, " +
+        "more than --roam-max-suspended (ROAM_MAX_SUSPENDED) allows: " + std::to_string(cap) +
+        (cap_is_derived ? " (derived from the kernel's vm.max_map_count of " +
+                              std::to_string(kernel_map_limit()) + ": each holds two maps)"
+                        : std::string()) +
+        ". Each holds a " + std::to_string(stack_size.load(std::memory_order_relaxed) >> 10) +
+        " KiB stack: let fewer wait at once, or raise the setting (and vm.max_map_count)");
+}
 
 // What a fiber asks of the thread it leaves.
 struct switch_request {
@@ -132,7 +166,12 @@ fiber* create_fiber(std::size_t usable) {
   const std::size_t bytes = mapping_bytes(usable);
   void* map = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (map == MAP_FAILED) fatal("cannot map a " + std::to_string(bytes) + "-byte fiber stack");
+  if (map == MAP_FAILED)
+    fatal("cannot map a " + std::to_string(bytes) + "-byte stack for a handler or tasklet (" +
+          std::strerror(errno) + ") with " +
+          std::to_string(suspended.load(std::memory_order_relaxed)) +
+          " suspended in this process; the kernel's vm.max_map_count is " +
+          std::to_string(kernel_map_limit()) + " (two maps a stack); see --roam-max-suspended");
   clear_shadow(map, bytes);
   mprotect(map, page, PROT_NONE);  // a stack overflow faults instead of corrupting memory
   auto* f = new fiber;
@@ -255,11 +294,14 @@ void fiber_main(ctx::transfer_t t) {
 void resume_entry(work_item* w) {
   // The resume item is a member of its fiber.
   auto* f = reinterpret_cast<fiber*>(reinterpret_cast<std::byte*>(w) - offsetof(fiber, resume));
+  suspended.fetch_sub(1, std::memory_order_relaxed);
   switch_request* r = enter(f);
-  if (r->done)
+  if (r->done) {
     give_back(f);
-  else
+  } else {
+    note_suspension();
     r->park(f, r->arg);
+  }
 }
 
 }  // namespace
@@ -283,10 +325,12 @@ void run_item(work_item* w) {
   f->handler =
       w->execute == &node_runtime::execute ? static_cast<message*>(w)->header.handler : no_handler;
   switch_request* r = enter(f);
-  if (r->done)
+  if (r->done) {
     give_back(f);
-  else
+  } else {
+    note_suspension();
     r->park(f, r->arg);  // the fiber's context is saved: it may be resumed from now on
+  }
 }
 
 bool on_fiber() noexcept { return state().current != nullptr; }
@@ -328,6 +372,15 @@ void resume_at(fiber* f, std::chrono::steady_clock::time_point deadline) {
 fiber*& next_waiter(fiber* f) noexcept { return f->next; }
 
 void set_fiber_stack_size(std::size_t bytes) noexcept { stack_size.store(bytes); }
+
+void set_fiber_suspension_cap(std::size_t cap) noexcept {
+  cap_is_derived = cap == 0;
+  // Two maps a stack (the stack and its guard page), and room for the rest of the process.
+  const std::size_t limit = kernel_map_limit();
+  const std::size_t derived = limit > 2 * 4096 ? (limit - 4096) / 2 : limit / 4;
+  suspension_cap.store(cap == 0 ? derived : cap);
+  suspended.store(0);  // a new run: no fiber of an earlier one resumes
+}
 std::size_t fiber_stack_size() noexcept { return stack_size.load(std::memory_order_relaxed); }
 
 void register_sized_items(void (*execute)(work_item*),

@@ -97,6 +97,7 @@ process_runtime::process_runtime(const config& cfg) : config_(cfg) {
   opt.poll = std::chrono::microseconds(cfg.poll_us);
   opt.pin = cfg.pin;
   set_fiber_stack_size(cfg.stack_bytes);
+  set_fiber_suspension_cap(cfg.max_suspended);
   std::function<bool()> progress;
   if (transport_->needs_progress() && !cfg.comm_thread)
     progress = [t = transport_.get()] { return t->progress(); };

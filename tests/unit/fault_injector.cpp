@@ -5,6 +5,7 @@
 #include <roam/core/detail/function_table.hpp>
 #include <roam/roam.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -85,6 +86,9 @@ void overflowing_tasklet(long depth) {
 
 }  // namespace
 
+// Suspends its fiber for long: many of them exceed --roam-max-suspended.
+void long_sleeper(int) { roam::this_task::sleep_for(std::chrono::seconds(60)); }
+
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   return roam::run(argc, argv, [&mode] {
@@ -109,6 +113,8 @@ int main(int argc, char** argv) {
         auto h = header_for(id_of_string_handler(), announced);
         roam::detail::send_raw_for_testing(1, wire_bytes(h, nullptr, 0));
         roam::detail::send_raw_payload_for_testing(1, std::vector<std::byte>(announced + 8));
+      } else if (mode == "too-many-suspended") {
+        for (int i = 0; i < 20; ++i) roam::send(roam::this_node(), long_sleeper, i);
       } else if (mode == "truncated") {
         auto h = header_for(id_of_string_handler(), 100);
         char payload[10] = {};

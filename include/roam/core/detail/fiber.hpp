@@ -64,6 +64,10 @@ void resume_at(fiber* f, std::chrono::steady_clock::time_point deadline);
 /// Intrusive link for lists of suspended fibers (waiters of one thing at a time).
 fiber*& next_waiter(fiber* f) noexcept;
 
+/// How many fibers may be suspended at once in this process (config::max_suspended; 0: what
+/// the kernel's map limit leaves). Suspending one more stops the job naming the setting.
+void set_fiber_suspension_cap(std::size_t cap) noexcept;
+
 /// Stack size for fibers created from now on (the runtime sets it from its settings).
 void set_fiber_stack_size(std::size_t bytes) noexcept;
 std::size_t fiber_stack_size() noexcept;
