@@ -17,6 +17,7 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -57,7 +58,9 @@ std::atomic<std::size_t> stack_size{std::size_t{128} * 1024};
 // Suspended fibers: counted on the suspension path only (a handler that never waits costs
 // nothing), capped so that a program suspending without bound stops with a message naming
 // the setting rather than when the kernel refuses a stack's mapping.
-std::atomic<std::size_t> suspended{0};
+// On a cache line of its own: waiting handlers update it, and stack_size beside it is read
+// by every handler.
+alignas(64) std::atomic<std::size_t> suspended{0};
 std::atomic<std::size_t> suspension_cap{std::numeric_limits<std::size_t>::max()};
 bool cap_is_derived = true;
 
@@ -161,19 +164,26 @@ std::size_t mapping_bytes(std::size_t usable) noexcept {
 std::atomic<void (*)(work_item*)> sized_execute{nullptr};
 std::atomic<std::size_t (*)(const work_item*)> sized_bytes{nullptr};
 
+[[noreturn]] void stack_mapping_failed(const char* what, std::size_t bytes, int error) {
+  const std::string cause = std::strerror(error);  // before anything else may change errno
+  fatal(std::string("cannot ") + what + " a " + std::to_string(bytes) +
+        "-byte stack for a handler or tasklet (" + cause + ") with " +
+        std::to_string(suspended.load(std::memory_order_relaxed)) +
+        " suspended in this process; the kernel's vm.max_map_count is " +
+        std::to_string(kernel_map_limit()) + " (two maps a stack); see --roam-max-suspended");
+}
+
 fiber* create_fiber(std::size_t usable) {
   const std::size_t page = page_bytes();
   const std::size_t bytes = mapping_bytes(usable);
   void* map = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (map == MAP_FAILED)
-    fatal("cannot map a " + std::to_string(bytes) + "-byte stack for a handler or tasklet (" +
-          std::strerror(errno) + ") with " +
-          std::to_string(suspended.load(std::memory_order_relaxed)) +
-          " suspended in this process; the kernel's vm.max_map_count is " +
-          std::to_string(kernel_map_limit()) + " (two maps a stack); see --roam-max-suspended");
+  if (map == MAP_FAILED) stack_mapping_failed("map", bytes, errno);
   clear_shadow(map, bytes);
-  mprotect(map, page, PROT_NONE);  // a stack overflow faults instead of corrupting memory
+  // A stack overflow faults instead of corrupting memory. Splitting off the guard page takes
+  // one more map: near the kernel's limit it may fail where the mapping did not.
+  if (mprotect(map, page, PROT_NONE) != 0)
+    stack_mapping_failed("protect the guard page of", bytes, errno);
   auto* f = new fiber;
   f->stack = static_cast<std::byte*>(map);
   f->stack_bytes = bytes;

@@ -47,7 +47,8 @@ std::string mpi_error_text(int rc) {
 void check_mpi(int rc, const char* call, int rank, int peer = -1) {
   if (rc == MPI_SUCCESS) return;
   fatal(std::string(call) + (peer >= 0 ? " with rank " + std::to_string(peer) : std::string()) +
-        " failed on rank " + std::to_string(rank) + ": " + mpi_error_text(rc));
+        " failed" + (rank >= 0 ? " on rank " + std::to_string(rank) : std::string()) + ": " +
+        mpi_error_text(rc));
 }
 
 void finalize_at_exit() {
@@ -312,7 +313,9 @@ class mpi_transport final : public transport {
     statuses_.resize(window);
     const int rc = MPI_Testsome(static_cast<int>(window), send_requests_.data(), &done,
                                 indices_.data(), statuses_.data());
-    if (rc == MPI_ERR_IN_STATUS) {
+    int error_class = MPI_SUCCESS;
+    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &error_class);
+    if (error_class == MPI_ERR_IN_STATUS) {
       // Name the send that failed: its destination, and MPI's cause.
       for (int i = 0; i < done; ++i) {
         const auto& status = statuses_[static_cast<std::size_t>(i)];
@@ -372,6 +375,7 @@ class mpi_transport final : public transport {
       posted_receive& slot = ring_[ring_head_];
       int flag = 0;
       MPI_Status status;
+      status.MPI_SOURCE = -1;  // filled only when the receive completes
       const int rc = MPI_Test(&slot.request, &flag, &status);
       if (rc != MPI_SUCCESS) {
         int error_class = 0;
@@ -471,7 +475,7 @@ class mpi_transport final : public transport {
   }
 
   MPI_Comm comm_{};
-  int rank_ = 0, size_ = 1;
+  int rank_ = -1, size_ = 1;  ///< -1 until MPI_Comm_rank answered
   unsigned host_processes_ = 1;
   unsigned host_index_ = 0;
   const std::uint32_t frame_payload_;  ///< options.frame_payload_bytes: inline up to this

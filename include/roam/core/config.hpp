@@ -56,7 +56,7 @@ struct config {
   std::uint64_t stack_bytes = std::uint64_t{128} * 1024;
   /// Handlers and tasklets that may be suspended at once in a process (each holds a stack
   /// and two memory maps). Beyond it the job stops naming this setting, instead of failing
-  /// to map a stack. 0: what the kernel's map limit (vm.max_map_count) leaves, about 28 000
+  /// to map a stack. 0: what the kernel's map limit (vm.max_map_count) leaves, about 30 000
   /// with Linux's default.
   std::uint32_t max_suspended = 0;
   /// Pin workers to cores through hwloc.
