@@ -386,8 +386,9 @@ void set_fiber_stack_size(std::size_t bytes) noexcept { stack_size.store(bytes);
 void set_fiber_suspension_cap(std::size_t cap) noexcept {
   cap_is_derived = cap == 0;
   // Two maps a stack (the stack and its guard page), and room for the rest of the process.
+  constexpr std::size_t spare_maps = 4096;
   const std::size_t limit = kernel_map_limit();
-  const std::size_t derived = limit > 2 * 4096 ? (limit - 4096) / 2 : limit / 4;
+  const std::size_t derived = limit > 2 * spare_maps ? (limit - spare_maps) / 2 : limit / 4;
   suspension_cap.store(cap == 0 ? derived : cap);
   suspended.store(0);  // a new run: no fiber of an earlier one resumes
 }
