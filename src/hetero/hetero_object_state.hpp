@@ -61,7 +61,6 @@ struct hetero_object_state {
   hetero_object_state& operator=(const hetero_object_state&) = delete;
   ~hetero_object_state();
 
-  [[nodiscard]] memory_copy& copy(std::size_t space) { return copies[space]; }
   [[nodiscard]] bool in_use() const;
   /// A copy whose last write failed (a transfer, a range write, a kernel) holds undefined
   /// contents: the states' failed() transition decides what becomes of it. The failed events

@@ -21,6 +21,8 @@ struct held_object {
 };
 
 directory& directory_of(node_runtime& n) noexcept;
+/// The load-balancing layer's hooks on `n` (set_object_hooks), or null.
+object_hooks* hooks_of(node_runtime& n) noexcept;
 
 /// What the location gate decided.
 enum class location_outcome {

@@ -115,8 +115,12 @@ void fail_object_message(node_runtime& n, message_ptr& m, const object_message_h
                       [&] { throw object_error("" + what); });
 }
 
+object_hooks* hooks_of(node_runtime& n) noexcept {
+  return directory_of(n).hooks.load(std::memory_order_acquire);
+}
+
 void start_granted(node_runtime& n, set_aside_message m) noexcept {
-  object_hooks* hooks = directory_of(n).hooks.load(std::memory_order_acquire);
+  object_hooks* hooks = hooks_of(n);
   if (hooks && hooks->push) {
     const object_id id = read_object_header(*m).target;
     hooks->push(hooks->context, std::move(m).to_scheduler(), id);
@@ -126,7 +130,7 @@ void start_granted(node_runtime& n, set_aside_message m) noexcept {
 }
 
 void start_granted(node_runtime& n, set_aside_list& granted) noexcept {
-  object_hooks* hooks = directory_of(n).hooks.load(std::memory_order_acquire);
+  object_hooks* hooks = hooks_of(n);
   if (hooks && hooks->push) {
     for (set_aside_message& m : granted) {
       const object_id id = read_object_header(*m).target;
@@ -139,22 +143,22 @@ void start_granted(node_runtime& n, set_aside_list& granted) noexcept {
 }
 
 void count_arrival(node_runtime& n, object_state& s, double cost) noexcept {
-  object_hooks* hooks = directory_of(n).hooks.load(std::memory_order_acquire);
+  object_hooks* hooks = hooks_of(n);
   if (hooks && hooks->arrived) hooks->arrived(s.load, cost);
 }
 
 void count_finish(node_runtime& n, object_state& s, double cost, double run_us) noexcept {
-  object_hooks* hooks = directory_of(n).hooks.load(std::memory_order_acquire);
+  object_hooks* hooks = hooks_of(n);
   if (hooks && hooks->finished) hooks->finished(s.load, cost, run_us);
 }
 
 void recount_load(node_runtime& n, object_state& s, double cost, std::uint32_t count) noexcept {
-  object_hooks* hooks = directory_of(n).hooks.load(std::memory_order_acquire);
+  object_hooks* hooks = hooks_of(n);
   if (hooks && hooks->recount) hooks->recount(s.load, cost, count);
 }
 
 void notify_load(node_runtime& n, const object_id& id) noexcept {
-  object_hooks* hooks = directory_of(n).hooks.load(std::memory_order_acquire);
+  object_hooks* hooks = hooks_of(n);
   if (hooks && hooks->notify) hooks->notify(hooks->context, id);
 }
 
@@ -337,7 +341,7 @@ void run_granted(node_runtime& n, object_entry& e, message_ptr& m, const object_
     release_access(n, e, oh.access, true, oh.cost);
     return;
   }
-  object_hooks* hooks = directory_of(n).hooks.load(std::memory_order_acquire);
+  object_hooks* hooks = hooks_of(n);
   const bool measure = hooks && hooks->measure_run_time;
   const auto started =
       measure ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
@@ -479,7 +483,7 @@ gate_result pass_gates(node_runtime& n, object_entry& e, message_ptr& m, object_
                                   std::to_string(oh.origin) + " for " + describe_object(oh.target) +
                                   " arrived twice");
   }
-  object_hooks* hooks = directory_of(n).hooks.load(std::memory_order_acquire);
+  object_hooks* hooks = hooks_of(n);
   gate_result result = gate_result::consumed;
   set_aside_message granted_now;
   if (s.access_gate(static_cast<access>(oh.access), s.migration_pending) ==
