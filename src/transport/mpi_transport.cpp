@@ -224,6 +224,7 @@ class mpi_transport final : public transport {
   struct send_slot {
     message* m;
     int remaining;
+    int dest;  ///< for errors
     std::vector<std::byte> raw;
   };
   void check(int rc, const char* call, int peer = -1) const { check_mpi(rc, call, rank_, peer); }
@@ -242,18 +243,17 @@ class mpi_transport final : public transport {
     check(MPI_Isend(data, bytes, MPI_BYTE, dest, tag, comm_, &r), "MPI_Isend", dest);
     send_requests_.push_back(r);
     request_slot_.push_back(slot);
-    request_dest_.push_back(dest);
   }
 
-  std::size_t new_slot(message* m, int remaining, std::vector<std::byte> raw = {}) {
+  std::size_t new_slot(message* m, int remaining, int dest, std::vector<std::byte> raw = {}) {
     ++live_sends_;
     if (!free_slots_.empty()) {
       std::size_t s = free_slots_.back();
       free_slots_.pop_back();
-      slots_[s] = send_slot{m, remaining, std::move(raw)};
+      slots_[s] = send_slot{m, remaining, dest, std::move(raw)};
       return s;
     }
-    slots_.push_back(send_slot{m, remaining, std::move(raw)});
+    slots_.push_back(send_slot{m, remaining, dest, std::move(raw)});
     return slots_.size() - 1;
   }
 
@@ -269,9 +269,9 @@ class mpi_transport final : public transport {
     const int dest = static_cast<int>(m->header.dest);
     if (m->header.payload_size <= frame_payload_) {
       post_isend(m->wire_data(), static_cast<int>(m->wire_size()), dest, tag_header,
-                 new_slot(m, 1));
+                 new_slot(m, 1, dest));
     } else {
-      std::size_t s = new_slot(m, 2);
+      std::size_t s = new_slot(m, 2, dest);
       post_isend(m->wire_data(), sizeof(message_header), dest, tag_header, s);
       post_isend(m->payload(), static_cast<int>(m->header.payload_size), dest, tag_data, s);
     }
@@ -294,7 +294,7 @@ class mpi_transport final : public transport {
       did = true;
     }
     for (auto& raw : raw_batch_) {
-      std::size_t s = new_slot(nullptr, 1, std::move(raw.bytes));
+      std::size_t s = new_slot(nullptr, 1, raw.dest, std::move(raw.bytes));
       post_isend(slots_[s].raw.data(), static_cast<int>(slots_[s].raw.size()), raw.dest, raw.tag,
                  s);
     }
@@ -320,8 +320,10 @@ class mpi_transport final : public transport {
       for (int i = 0; i < done; ++i) {
         const auto& status = statuses_[static_cast<std::size_t>(i)];
         if (status.MPI_ERROR != MPI_SUCCESS)
-          check(status.MPI_ERROR, "a send (MPI_Testsome)",
-                request_dest_[static_cast<std::size_t>(indices_[static_cast<std::size_t>(i)])]);
+          check(
+              status.MPI_ERROR, "a send (MPI_Testsome)",
+              slots_[request_slot_[static_cast<std::size_t>(indices_[static_cast<std::size_t>(i)])]]
+                  .dest);
       }
     }
     check(rc, "MPI_Testsome");
@@ -331,7 +333,7 @@ class mpi_transport final : public transport {
           request_slot_[static_cast<std::size_t>(indices_[static_cast<std::size_t>(i)])];
       if (--slots_[s].remaining == 0) {
         if (slots_[s].m) message_deleter{}(slots_[s].m);
-        slots_[s] = send_slot{nullptr, 0, {}};
+        slots_[s] = send_slot{nullptr, 0, -1, {}};
         free_slots_.push_back(s);
         --live_sends_;
       }
@@ -342,12 +344,10 @@ class mpi_transport final : public transport {
       if (send_requests_[i] != MPI_REQUEST_NULL) {
         send_requests_[keep] = send_requests_[i];
         request_slot_[keep] = request_slot_[i];
-        request_dest_[keep] = request_dest_[i];
         ++keep;
       }
     send_requests_.resize(keep);
     request_slot_.resize(keep);
-    request_dest_.resize(keep);
     return true;
   }
 
@@ -500,7 +500,6 @@ class mpi_transport final : public transport {
   std::deque<message*> backlog_;  // sends waiting for a free request slot, in order
   std::vector<MPI_Request> send_requests_;
   std::vector<std::size_t> request_slot_;
-  std::vector<int> request_dest_;  ///< each send request's destination rank, for errors
   std::vector<int> indices_;
   std::vector<MPI_Status> statuses_;
   std::vector<send_slot> slots_;
