@@ -110,8 +110,12 @@ class host_device final : public device {
     }
     auto run = std::make_shared<launch_run>(k.host, dims, arguments, local_bytes);
     const bool small = dims.group_count() * dims.local_count() <= small_launch_items;
-    const auto strips = static_cast<unsigned>(
-        std::min<std::size_t>(dims.group_count(), std::max<std::size_t>(workers_.size(), 1)));
+    // A small launch runs whole on the thread that starts it: a strip handed to a pool thread
+    // could still be running when issue() returns, and a small launch is documented as done
+    // by then when its inputs were ready.
+    const auto strips = small ? 1U
+                              : static_cast<unsigned>(std::min<std::size_t>(
+                                    dims.group_count(), std::max<std::size_t>(workers_.size(), 1)));
     // The launch completes when its last group finishes; issue() must not complete it. The
     // thread that starts the launch runs one strip itself: handing it to another thread would
     // cost a wake-up per launch, and a small kernel would pay it alone.

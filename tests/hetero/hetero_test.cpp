@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
@@ -141,6 +142,29 @@ TEST(DeviceApi, TheHostBackendRunsSmallReadyOperationsAtOnce) {
   EXPECT_TRUE(large.ready());
   for (int i = 0; i < n; ++i) ASSERT_EQ(output[i], input[i] + 2) << i;
   d->release(buffer);
+}
+
+// A small launch of several groups is done when launch() returns even where the pool has
+// threads to spare: no group of it is handed to a pool thread that could still be running it.
+// Each group sleeps, so a group given away would finish after the caller's last one.
+TEST(DeviceApi, ASmallLaunchOfSeveralGroupsRunsWholeOnTheIssuingThread) {
+  auto options = failing_copies_options();
+  options.host_threads = 4;
+  roam::hetero_runtime rt(options);
+  auto* d = rt.devices().front();
+  ASSERT_EQ(d->info().backend, roam::backend::host);
+  const roam::kernel slow_groups{
+      "slow_groups",
+      [](void* const* /*arguments*/, roam::kernel_ids* /*ids*/, char* /*local*/) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      },
+      nullptr, nullptr, nullptr};
+  for (int round = 0; round < 3; ++round) {
+    auto launched = d->launch(roam::device_queue::compute(0), slow_groups,
+                              roam::launch_dims::linear(256, 32), {}, 0, {});
+    EXPECT_TRUE(launched.ready()) << "round " << round;
+    launched.wait();
+  }
 }
 
 TEST(DeviceApi, RejectsBadRequestsWithClearErrors) {
