@@ -39,6 +39,10 @@ std::vector<setting<config>> core_settings() {
        }},
       {"nodes", "ROAM_NODES", "1..4096", "virtual nodes of the inproc transport (default 1)", false,
        store_count<&config::nodes, 1, 4096>},
+      {"nodes-per-rank", "ROAM_NODES_PER_RANK", "1..4096",
+       "nodes hosted by each MPI rank (mixed mode; messages between nodes of one rank stay "
+       "off MPI) (default 1)",
+       false, store_count<&config::nodes_per_rank, 1, 4096>},
       {"threads", "ROAM_THREADS", "0..1024",
        "workers per node; 0 = hardware threads - 1 shared by the host's nodes (default 0)", false,
        store_count<&config::threads, 0, 1024>},

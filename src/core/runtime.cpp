@@ -30,6 +30,18 @@ unsigned default_workers(const config& cfg, const transport& t, unsigned process
   return std::max(1u, (hw > 1 ? hw - 1 : 1) / nodes_on_host);
 }
 
+/// One process is one rank: nodes per rank, when set, is its number of nodes. Two different
+/// numbers are a mistake to name, not to settle silently.
+node_id inproc_nodes(const config& cfg) {
+  if (cfg.nodes_per_rank == 1) return cfg.nodes;
+  if (cfg.nodes != 1 && cfg.nodes != cfg.nodes_per_rank)
+    throw usage_error("--roam-nodes " + std::to_string(cfg.nodes) + " and --roam-nodes-per-rank " +
+                      std::to_string(cfg.nodes_per_rank) +
+                      " disagree on the nodes of this process (one process is one rank); set "
+                      "one of them");
+  return cfg.nodes_per_rank;
+}
+
 }  // namespace
 
 namespace {
@@ -82,13 +94,16 @@ process_runtime::process_runtime(const config& cfg) : config_(cfg) {
   bool use_mpi =
       cfg.transport == transport_kind::mpi ||
       (cfg.transport == transport_kind::automatic && launched_with_several_mpi_processes());
-  transport_ = use_mpi ? make_mpi_transport({cfg.frame_payload_bytes(), !cfg.comm_thread}, deliver)
-                       : make_inproc_transport(cfg.nodes, deliver);
+  transport_ = use_mpi
+                   ? make_mpi_transport(
+                         {cfg.frame_payload_bytes(), !cfg.comm_thread, cfg.nodes_per_rank}, deliver)
+                   : make_inproc_transport(inproc_nodes(cfg), deliver);
 
   std::string fingerprint =
       handler_registry::fingerprint() + module_fingerprint() + extensions_fingerprint() +
       "setting frame-payload-bytes " + std::to_string(cfg.frame_payload_bytes()) +
-      " (--roam-inline-bytes, --roam-aggregate-bytes, --roam-aggregate-growth)\n";
+      " (--roam-inline-bytes, --roam-aggregate-bytes, --roam-aggregate-growth)\n" +
+      "setting nodes-per-rank " + std::to_string(cfg.nodes_per_rank) + " (--roam-nodes-per-rank)\n";
   transport_->validate_fingerprint(fingerprint);
 
   scheduler::options opt;

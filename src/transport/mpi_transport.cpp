@@ -1,4 +1,6 @@
-// One node per MPI rank.
+// One or more nodes per MPI rank (mixed mode: rank r hosts nodes [r K, (r + 1) K)). A message
+// between two nodes of one rank is delivered on the sending thread, as the inproc transport
+// does, and never touches MPI; FIFO per (source, destination) holds on both paths.
 //
 // One thread at a time drives MPI (a try-lock around progress(): a dedicated
 // communication thread, or whichever idle worker or waiting thread gets there first), so
@@ -72,6 +74,7 @@ class mpi_transport final : public transport {
   mpi_transport(const mpi_transport_options& options, delivery_function deliver)
       : frame_payload_(options.frame_payload_bytes),
         direct_sends_(options.direct_sends),
+        nodes_per_rank_(options.nodes_per_rank),
         deliver_(std::move(deliver)) {
     int initialized = 0;
     check(MPI_Initialized(&initialized), "MPI_Initialized");
@@ -91,6 +94,10 @@ class mpi_transport final : public transport {
     check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
     check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+    if (nodes_per_rank_ == 0 ||
+        static_cast<std::uint64_t>(size_) * nodes_per_rank_ > std::uint64_t{1} << 31)
+      fatal(std::to_string(size_) + " ranks x " + std::to_string(nodes_per_rank_) +
+            " nodes per rank (--roam-nodes-per-rank) is not a valid number of nodes");
     MPI_Comm host;
     check(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &host),
           "MPI_Comm_split_type");
@@ -113,15 +120,21 @@ class mpi_transport final : public transport {
     check(MPI_Comm_free(&comm_), "MPI_Comm_free");
   }
 
-  node_id size() const noexcept override { return static_cast<node_id>(size_); }
-  node_id first_local() const noexcept override { return static_cast<node_id>(rank_); }
-  node_id local_count() const noexcept override { return 1; }
+  node_id size() const noexcept override { return static_cast<node_id>(size_) * nodes_per_rank_; }
+  node_id first_local() const noexcept override {
+    return static_cast<node_id>(rank_) * nodes_per_rank_;
+  }
+  node_id local_count() const noexcept override { return nodes_per_rank_; }
   unsigned processes_on_host() const noexcept override { return host_processes_; }
   unsigned index_on_host() const noexcept override { return host_index_; }
   const char* name() const noexcept override { return "mpi"; }
   bool needs_progress() const noexcept override { return true; }
 
   void send(message_ptr m) override {
+    if (rank_of(m->header.dest) == rank_) {
+      deliver_(std::move(m), true);  // a node of this rank: MPI is not needed
+      return;
+    }
     seal(m->header);  // the header is checked by the receiving process
     if (m->header.payload_size > static_cast<std::uint64_t>(INT_MAX))
       fatal("a message of " + std::to_string(m->header.payload_size) +
@@ -153,12 +166,12 @@ class mpi_transport final : public transport {
 
   void send_raw_for_testing(node_id dest, std::vector<std::byte> bytes) override {
     std::lock_guard guard(out_lock_);
-    raw_outgoing_.push_back({static_cast<int>(dest), tag_header, std::move(bytes)});
+    raw_outgoing_.push_back({rank_of(dest), tag_header, std::move(bytes)});
     queued_.store(true, std::memory_order_release);
   }
   void send_raw_payload_for_testing(node_id dest, std::vector<std::byte> bytes) override {
     std::lock_guard guard(out_lock_);
-    raw_outgoing_.push_back({static_cast<int>(dest), tag_data, std::move(bytes)});
+    raw_outgoing_.push_back({rank_of(dest), tag_data, std::move(bytes)});
     queued_.store(true, std::memory_order_release);
   }
 
@@ -228,6 +241,13 @@ class mpi_transport final : public transport {
     std::vector<std::byte> raw;
   };
   void check(int rc, const char* call, int peer = -1) const { check_mpi(rc, call, rank_, peer); }
+  /// The rank hosting node `node`.
+  [[nodiscard]] int rank_of(node_id node) const noexcept {
+    return static_cast<int>(node / nodes_per_rank_);
+  }
+  [[nodiscard]] node_id first_node_of(int rank) const noexcept {
+    return static_cast<node_id>(rank) * nodes_per_rank_;
+  }
 
   struct posted_receive {
     message_ptr block;
@@ -266,7 +286,7 @@ class mpi_transport final : public transport {
   void unlock_progress() noexcept { progress_busy_.store(false, std::memory_order_release); }
 
   void start_send(message* m) {
-    const int dest = static_cast<int>(m->header.dest);
+    const int dest = rank_of(m->header.dest);
     if (m->header.payload_size <= frame_payload_) {
       post_isend(m->wire_data(), static_cast<int>(m->wire_size()), dest, tag_header,
                  new_slot(m, 1, dest));
@@ -382,7 +402,7 @@ class mpi_transport final : public transport {
         MPI_Error_class(rc, &error_class);
         if (error_class == MPI_ERR_TRUNCATE)
           fatal("received a frame larger than the " + std::to_string(frame_bytes()) +
-                "-byte header frame from node " + std::to_string(status.MPI_SOURCE) +
+                "-byte header frame from rank " + std::to_string(status.MPI_SOURCE) +
                 " (corrupt, or a peer with different --roam-inline-bytes, --roam-aggregate-bytes "
                 "or --roam-aggregate-growth)");
         check(rc, "MPI_Test (a header frame)", status.MPI_SOURCE);
@@ -414,7 +434,7 @@ class mpi_transport final : public transport {
 
   void handle_frame(message_ptr m, std::size_t bytes, int source) {
     if (bytes < sizeof(message_header))
-      message_from_wire(m->wire_data(), bytes, static_cast<node_id>(source));  // fatal
+      message_from_wire(m->wire_data(), bytes, first_node_of(source));  // fatal
     const message_header& h = m->header;
     const std::size_t payload = bytes - sizeof(message_header);
     pending_receive p;
@@ -425,7 +445,7 @@ class mpi_transport final : public transport {
                    h.checksum == header_checksum(h) &&
                    h.payload_size <= static_cast<std::uint64_t>(INT_MAX);
       if (!split)
-        fatal("received a truncated or corrupt message from node " + std::to_string(source) +
+        fatal("received a truncated or corrupt message from rank " + std::to_string(source) +
               ": its header announces " + std::to_string(h.payload_size) + " payload bytes but " +
               std::to_string(payload) + " arrived");
       message::reserve(m, h.payload_size, 0);
@@ -458,7 +478,7 @@ class mpi_transport final : public transport {
             int error_class = 0;
             MPI_Error_class(rc, &error_class);
             if (error_class == MPI_ERR_TRUNCATE)
-              fatal("the payload of a message from node " + std::to_string(source) +
+              fatal("the payload of a message from rank " + std::to_string(source) +
                     " is larger than the " + std::to_string(front.m->header.payload_size) +
                     " bytes its header announced (corrupt, or a peer running another program)");
             check(rc, "MPI_Test (a payload)", source);
@@ -480,6 +500,7 @@ class mpi_transport final : public transport {
   unsigned host_index_ = 0;
   const std::uint32_t frame_payload_;  ///< options.frame_payload_bytes: inline up to this
   const bool direct_sends_;
+  const node_id nodes_per_rank_;
   delivery_function deliver_;
 
   std::mutex out_lock_;

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -128,16 +129,19 @@ TEST_P(LiveLock, ThousandsOfHandlersSuspendAtOnce) {
 // future is ready, while the handler's set_value may still be waking it. The setter must keep
 // the shared state alive until it returns (a bounce benchmark hung on the freed state's lock;
 // AddressSanitizer reports the use after free).
-roam::promise<int>* waiting_for = nullptr;
-void fulfil(int value) { waiting_for->set_value(value); }
+// The promise's address travels in the message (each node sends to itself, and a process may
+// host several nodes, so one global pointer would be shared among them).
+void fulfil(std::uintptr_t promise_address, int value) {
+  reinterpret_cast<roam::promise<int>*>(promise_address)->set_value(value);
+}
 
 TEST_P(LiveLock, APromiseMayDieAsSoonAsItsFutureIsReady) {
   ASSERT_EQ(roam::run(with_workers(GetParam()),
                       [] {
                         for (int i = 0; i < 3000; ++i) {
                           roam::promise<int> done;
-                          waiting_for = &done;
-                          roam::send(roam::this_node(), fulfil, i);
+                          roam::send(roam::this_node(), fulfil,
+                                     reinterpret_cast<std::uintptr_t>(&done), i);
                           ASSERT_EQ(done.get_future().get(), i);
                         }
                       }),

@@ -347,8 +347,12 @@ TEST(Quiescence, EveryNodeCanDetectWhileAllSend) {
 
 TEST(ActiveMessages, ApplicationThreadsMaySendWhenTheProcessHostsOneNode) {
   run_everywhere([] {
-    if (roam::config::from_environment().transport != roam::transport_kind::mpi &&
-        roam::config::from_environment().nodes > 1) {
+    const auto settings = roam::config::from_environment();
+    const bool several_in_this_process =
+        settings.transport == roam::transport_kind::mpi
+            ? settings.nodes_per_rank > 1
+            : std::max(settings.nodes, settings.nodes_per_rank) > 1;
+    if (several_in_this_process) {
       // Several virtual nodes: a foreign thread has no node and is told so.
       std::thread t([] { EXPECT_THROW(roam::send(0, add_to_counter, 1L), roam::usage_error); });
       t.join();

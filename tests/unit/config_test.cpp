@@ -1,8 +1,10 @@
 #include <roam/base/error.hpp>
 #include <roam/core/config.hpp>
+#include <roam/core/runtime.hpp>
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -115,4 +117,32 @@ TEST(Config, HelpListsEveryFlagAndVariable) {
         "--roam-aggregate-bytes", "--roam-aggregate-growth", "ROAM_AGGREGATE_GROWTH",
         "--roam-stack-size", "ROAM_STACK_SIZE"})
     EXPECT_NE(help.find(name), std::string::npos) << name;
+}
+
+// One process is one rank: nodes per rank sets the nodes of an inproc run, and a --roam-nodes
+// that says otherwise is an error naming both rather than a silent choice.
+TEST(Config, NodesPerRankSetsTheNodesOfOneProcess) {
+  roam::config cfg;
+  cfg.transport = roam::transport_kind::inproc;
+  cfg.threads = 1;
+  cfg.nodes_per_rank = 3;
+  std::atomic<int> bodies{0};
+  ASSERT_EQ(roam::run(cfg,
+                      [&] {
+                        EXPECT_EQ(roam::num_nodes(), 3u);
+                        ++bodies;
+                      }),
+            0);
+  EXPECT_EQ(bodies.load(), 3);
+  cfg.nodes = 2;
+  try {
+    roam::run(cfg, [] {});
+    ADD_FAILURE() << "--roam-nodes 2 with --roam-nodes-per-rank 3 ran";
+  } catch (const roam::usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("--roam-nodes 2 and --roam-nodes-per-rank 3 disagree"),
+              std::string::npos)
+        << e.what();
+  }
+  cfg.nodes = 3;
+  EXPECT_EQ(roam::run(cfg, [] {}), 0);
 }

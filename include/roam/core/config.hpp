@@ -28,8 +28,14 @@ enum class transport_kind {
 struct config {
   /// How nodes are formed (--roam-transport).
   transport_kind transport = transport_kind::automatic;
-  /// Virtual nodes of the inproc transport (ignored under mpi, where nodes = ranks).
+  /// Virtual nodes of the inproc transport (ignored under mpi: see nodes_per_rank).
   std::uint32_t nodes = 1;
+  /// Nodes hosted by each MPI rank (mixed mode): the job has ranks x nodes_per_rank nodes,
+  /// rank r hosting nodes [r x K, (r + 1) x K); messages between nodes of one rank never
+  /// touch MPI. Ranks must agree on it (part of the binary fingerprint). In one process
+  /// (inproc), which is one rank, it sets the nodes too; roam::run throws usage_error when
+  /// it and `nodes` are both set and differ.
+  std::uint32_t nodes_per_rank = 1;
   /// Worker threads per node; 0 = hardware threads - 1, shared among the nodes of one
   /// host, at least 1.
   std::uint32_t threads = 0;

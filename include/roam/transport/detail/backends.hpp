@@ -19,9 +19,12 @@ struct mpi_transport_options {
   std::uint32_t frame_payload_bytes = 512;
   /// Threads that send start their MPI sends themselves (no dedicated communication thread).
   bool direct_sends = true;
+  /// Nodes hosted by each rank: rank r hosts nodes [r x K, (r + 1) x K). A message between
+  /// two of them is delivered on the sending thread, as inproc does.
+  std::uint32_t nodes_per_rank = 1;
 };
 
-/// One node per MPI rank of MPI_COMM_WORLD (initializing MPI if needed).
+/// `options.nodes_per_rank` nodes per MPI rank of MPI_COMM_WORLD (initializing MPI if needed).
 std::unique_ptr<transport> make_mpi_transport(const mpi_transport_options& options,
                                               delivery_function deliver);
 
