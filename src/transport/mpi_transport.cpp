@@ -221,7 +221,7 @@ class mpi_transport final : public transport {
     while (line_of(root, line) == line_of(fingerprint, line)) ++line;
     // Not fatal(): no thread of this rank belongs to a node yet, and the line must name it.
     const std::string report =
-        fatal_text(rank_,
+        fatal_text(static_cast<long>(first_node_of(rank_)),
                    "this rank runs a different program than rank 0 (handler tables, global "
                    "node_locals or settings differ); first difference: rank 0 has '" +
                        line_of(root, line) + "', rank " + std::to_string(rank_) + " has '" +

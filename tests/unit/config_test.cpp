@@ -110,12 +110,26 @@ TEST(Config, TheFrameHoldsTheLargestBundle) {
 
 TEST(Config, HelpListsEveryFlagAndVariable) {
   std::string help = roam::config::help_text();
-  for (const char* name :
-       {"--roam-transport", "ROAM_TRANSPORT", "--roam-nodes", "ROAM_NODES", "--roam-threads",
-        "ROAM_THREADS", "--roam-comm-thread", "ROAM_COMM_THREAD", "--roam-inline-bytes",
-        "--roam-pin", "--roam-spin-us", "--roam-poll-us", "--roam-lend-app-thread",
-        "--roam-aggregate-bytes", "--roam-aggregate-growth", "ROAM_AGGREGATE_GROWTH",
-        "--roam-stack-size", "ROAM_STACK_SIZE"})
+  for (const char* name : {"--roam-transport",
+                           "ROAM_TRANSPORT",
+                           "--roam-nodes",
+                           "ROAM_NODES",
+                           "--roam-threads",
+                           "ROAM_THREADS",
+                           "--roam-comm-thread",
+                           "ROAM_COMM_THREAD",
+                           "--roam-inline-bytes",
+                           "--roam-pin",
+                           "--roam-spin-us",
+                           "--roam-poll-us",
+                           "--roam-lend-app-thread",
+                           "--roam-aggregate-bytes",
+                           "--roam-aggregate-growth",
+                           "ROAM_AGGREGATE_GROWTH",
+                           "--roam-stack-size",
+                           "ROAM_STACK_SIZE",
+                           "--roam-nodes-per-rank",
+                           "ROAM_NODES_PER_RANK"})
     EXPECT_NE(help.find(name), std::string::npos) << name;
 }
 

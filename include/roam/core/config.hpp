@@ -17,7 +17,7 @@ inline constexpr std::uint64_t max_stack_bytes = std::uint64_t{1} << 30;
 enum class transport_kind {
   automatic,  ///< mpi when launched by mpiexec with more than one rank, else inproc
   inproc,     ///< virtual nodes inside this process
-  mpi,        ///< one node per MPI rank
+  mpi,        ///< nodes_per_rank nodes per MPI rank (one by default)
 };
 
 /// The settings of a job: the node runtime's own (the fields below) and those of every other

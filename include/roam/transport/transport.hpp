@@ -1,7 +1,8 @@
 // roam — the transport interface: moves byte messages between nodes.
 //
 // Two backends implement it: `inproc` (virtual nodes inside one process) and `mpi`
-// (one node per MPI rank). Layers above never see which one runs.
+// (--roam-nodes-per-rank nodes per MPI rank, one by default). Layers above never see which one
+// runs.
 #pragma once
 
 #include <roam/transport/message.hpp>
