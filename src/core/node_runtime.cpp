@@ -34,16 +34,6 @@ std::string describe(const message_header& h) {
   return text;
 }
 
-template <class T>
-T read_raw(const message& m) {
-  if (m.header.payload_size != sizeof(T))
-    throw deserialization_error("expected " + std::to_string(sizeof(T)) + " payload bytes, got " +
-                                std::to_string(m.header.payload_size));
-  T v;
-  std::memcpy(&v, m.payload(), sizeof(T));
-  return v;
-}
-
 // ---- built-in handlers ---------------------------------------------------------------
 
 void on_reply(node_runtime& node, message_ptr& owned) {
@@ -55,53 +45,11 @@ void on_reply(node_runtime& node, message_ptr& owned) {
   target->deliver(m.payload(), m.header.payload_size, (m.header.flags & flag_error_reply) != 0);
 }
 
-struct counter_report {
-  std::uint64_t key, sent, handled;
-};
-
-struct wave_slot {
-  std::mutex lock;
-  std::uint32_t reports = 0;
-  std::uint64_t sent = 0, handled = 0;
-  ready_flag done;
-};
-
-handler_entry report_handler{
-    "roam.core.counter_report", [](node_runtime& node, message_ptr& m) {
-      auto r = read_raw<counter_report>(*m);
-      auto slot = std::static_pointer_cast<wave_slot>(rendezvous_slot(
-          node, r.key, [] { return std::shared_ptr<void>(std::make_shared<wave_slot>()); }));
-      std::lock_guard guard(slot->lock);
-      slot->sent += r.sent;
-      slot->handled += r.handled;
-      if (++slot->reports == node.size()) slot->done.set();
-    }};
-
-handler_entry request_handler{
-    "roam.core.counter_request", [](node_runtime& node, message_ptr& m) {
-      // Read `handled` before `sent`: both only grow, and a handler's sends are counted before
-      // its completion, so this order never reports more handled than sent for one node.
-      counter_report r{read_raw<std::uint64_t>(*m), 0, 0};
-      r.handled = node.handled.load();
-      r.sent = node.sent.load();
-      post(node, make_system_message(m->header.source, report_handler, &r, sizeof r));
-    }};
-
 handler_entry reply_handler{"roam.core.reply", on_reply};
 
-const bool registered =
-    handler_registry::add(&reply_handler) && handler_registry::add(&request_handler) &&
-    handler_registry::add(&report_handler) && handler_registry::add(&finished_handler) &&
-    handler_registry::add(&stop_handler);
+const bool registered = handler_registry::add(&reply_handler);
 
 }  // namespace
-
-handler_entry finished_handler{"roam.core.finished", [](node_runtime& node, message_ptr&) {
-                                 if (node.finished_nodes.fetch_add(1) + 1 == node.size())
-                                   node.all_finished.set();
-                               }};
-handler_entry stop_handler{"roam.core.stop",
-                           [](node_runtime& node, message_ptr&) { node.stop.set(); }};
 
 // ---- node_runtime ----------------------------------------------------------------------
 
@@ -186,6 +134,14 @@ void node_runtime::start_extensions() {
   for (std::size_t i = 0; i < extension_count; ++i) {
     const extension_key key = r.by_order[i];
     if (auto start = r.entries[key].start; start && extensions[key]) start(extensions[key]);
+  }
+}
+
+void node_runtime::quiesce_extensions() {
+  const extension_registry& r = extensions_registered();
+  for (std::size_t i = extension_count; i-- > 0;) {
+    const extension_key key = r.by_order[i];
+    if (auto quiesce = r.entries[key].quiesce; quiesce && extensions[key]) quiesce(extensions[key]);
   }
 }
 
@@ -594,57 +550,6 @@ bool wait_until(waitable& w, std::chrono::steady_clock::time_point deadline) {
   // what the handlers it ran here aggregated leaves now.
   if (run_work) flush_thread_lanes();
   return w.ready();
-}
-
-// ---- termination detection ----------------------------------------------------------------
-
-void detect_quiescence(node_runtime& n) {
-  if (on_fiber())
-    throw usage_error(
-        "wait_quiescence called from inside a handler: the calling handler is itself "
-        "unfinished work, so quiescence can never be observed; call it from the application "
-        "thread");
-  flush_thread_lanes();
-  static std::atomic<std::uint64_t> waves{0};
-  std::uint64_t previous_sent = ~0ull, previous_handled = ~0ull;
-  // Waves back off while the job is busy. Back to back, they kept the waiting thread in
-  // a loop of system messages, slot bookkeeping and clock reads (half the CPU of a
-  // one-worker node went there, issue 25), and at P nodes each wave is P messages from
-  // this node. Between waves the thread runs the node's work, or parks. The pause starts
-  // short, so a job that is nearly done is seen quickly, and doubles up to a cap that
-  // grows with the job (a wave's messages stay a small share of node 0's traffic).
-  using clock = std::chrono::steady_clock;
-  const auto longest_pause = std::chrono::microseconds(1000) * std::max<node_id>(1, n.size() / 64);
-  auto pause = std::chrono::microseconds(20);
-  ready_flag never;  // a pause is a timed wait on nothing
-  for (;;) {
-    // Keys of waves live in the upper half of the key space; collectives use the lower.
-    const std::uint64_t key = (1ull << 63) | waves.fetch_add(1);
-    auto slot = std::static_pointer_cast<wave_slot>(rendezvous_slot(
-        n, key, [] { return std::shared_ptr<void>(std::make_shared<wave_slot>()); }));
-    for (node_id d = 0; d < n.size(); ++d)
-      post(n, make_system_message(d, request_handler, &key, sizeof key));
-    const auto sent_at = clock::now();
-    wait(slot->done);
-    erase_rendezvous_slot(n, key);
-    // Counters only grow. Two consecutive waves that read the same totals mean no counter
-    // moved between them, so at the instant between the waves all sent messages were handled.
-    if (slot->sent == slot->handled && slot->sent == previous_sent &&
-        slot->handled == previous_handled)
-      return;
-    // Balanced totals that moved since the last wave: the confirming wave goes at once.
-    const bool maybe_done = slot->sent == slot->handled;
-    previous_sent = slot->sent;
-    previous_handled = slot->handled;
-    if (maybe_done) continue;
-    // The pause counts from the wave's start: a wave that waited for busy nodes (their
-    // workers all in long handlers) has already spaced the waves out, and pausing a whole
-    // pause after it only delayed seeing the end (0.4 % of a 260 ms iteration in
-    // lb_synthetic). They stay a quarter pause apart all the same, so that at large P
-    // (longer waves, longer pauses) they never run back to back.
-    (void)wait_until(never, std::max(sent_at + pause, clock::now() + pause / 4));
-    pause = std::min(pause * 2, longest_pause);
-  }
 }
 
 }  // namespace roam::detail

@@ -11,8 +11,10 @@
 
 #include <array>
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 
 namespace roam::detail {
@@ -40,8 +42,10 @@ class node_runtime {
   /// Runs the handler of a message (work_item::execute of messages).
   static void execute(work_item* w);
 
-  /// Calls the extensions' start (process start) and stop (process shutdown) functions.
+  /// Calls the extensions' start (process start), quiesce (the job's shutdown, before its
+  /// last quiescence detection) and stop (process shutdown) functions.
   void start_extensions();
+  void quiesce_extensions();
   void stop_extensions() noexcept;
 
  private:
@@ -72,10 +76,7 @@ class node_runtime {
   std::array<void*, most_node_extensions> extensions{};
   std::size_t extension_count = 0;  ///< registered when the node was made
 
-  // Shutdown protocol (node 0 counts finished nodes, every node waits for `stop`).
-  std::atomic<std::uint32_t> finished_nodes{0};
-  ready_flag all_finished;  ///< node 0: every node's body has returned
-  ready_flag stop;          ///< the job is quiescent and shuts down
+  ready_flag stop;  ///< the job is quiescent and shuts down (shutdown_protocol)
 
  private:
   process_runtime& process_;
@@ -105,8 +106,15 @@ void detect_quiescence(node_runtime& n);
 message_ptr make_system_message(node_id dest, const handler_entry& h, const void* payload,
                                 std::size_t size);
 
-/// The built-in handlers of the runtime protocols (declared so run() can use them).
-extern handler_entry finished_handler;
-extern handler_entry stop_handler;
+/// The payload of a runtime-internal message, which must be exactly one T.
+template <class T>
+T read_system_payload(const message& m) {
+  if (m.header.payload_size != sizeof(T))
+    throw deserialization_error("expected " + std::to_string(sizeof(T)) + " payload bytes, got " +
+                                std::to_string(m.header.payload_size));
+  T value;
+  std::memcpy(&value, m.payload(), sizeof(T));
+  return value;
+}
 
 }  // namespace roam::detail

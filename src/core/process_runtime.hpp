@@ -2,6 +2,7 @@
 #pragma once
 
 #include "node_runtime.hpp"
+#include "shutdown_protocol.hpp"
 
 #include <roam/core/config.hpp>
 #include <roam/transport/transport.hpp>
@@ -27,6 +28,15 @@ class process_runtime {
   }
   std::vector<std::unique_ptr<node_runtime>>& nodes() noexcept { return nodes_; }
 
+  // Ranks: every process hosts the same number of consecutive nodes (one process in
+  // process, nodes-per-rank under MPI).
+  node_id ranks() const noexcept { return size() / transport_->local_count(); }
+  node_id rank() const noexcept { return transport_->first_local() / transport_->local_count(); }
+  node_id rank_of(node_id node) const noexcept { return node / transport_->local_count(); }
+  node_id first_node_of(node_id rank) const noexcept { return rank * transport_->local_count(); }
+  /// The end of the job (shutdown_protocol.hpp).
+  shutdown_protocol& shutdown() noexcept { return *shutdown_; }
+
   /// Checks an arriving message's header and queues it on its node; fatal if malformed.
   void deliver(message_ptr m) noexcept;
 
@@ -39,6 +49,7 @@ class process_runtime {
   config config_;
   std::unique_ptr<transport> transport_;
   std::vector<std::unique_ptr<node_runtime>> nodes_;
+  std::unique_ptr<shutdown_protocol> shutdown_;
   std::thread comm_thread_;
   std::atomic<bool> comm_stop_{false};
 };

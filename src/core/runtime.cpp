@@ -122,6 +122,7 @@ process_runtime::process_runtime(const config& cfg) : config_(cfg) {
     nodes_.push_back(
         std::make_unique<node_runtime>(*this, transport_->first_local() + i, opt, progress));
   }
+  shutdown_ = std::make_unique<shutdown_protocol>(*this);
 }
 
 process_runtime::~process_runtime() { stop(); }
@@ -226,16 +227,9 @@ int run_spmd(const config& cfg, std::function<void()> body) {
     } catch (...) {
       fatal("the application body threw an exception not derived from std::exception");
     }
-    // Shutdown: every node reports to node 0; node 0 waits for all, waits for quiescence,
-    // then releases everyone. Waiting threads keep running their node's work.
-    post(n, make_system_message(0, finished_handler, nullptr, 0));
-    if (n.id() == 0) {
-      wait(n.all_finished);
-      detect_quiescence(n);
-      for (node_id d = 0; d < n.size(); ++d)
-        post(n, make_system_message(d, stop_handler, nullptr, 0));
-    }
-    wait(n.stop);
+    // The job ends collectively (shutdown_protocol.hpp); waiting threads keep running
+    // their node's work.
+    process.shutdown().finish(n);
     mark_application_thread(false);
     bind_thread_to_node(nullptr);
   };

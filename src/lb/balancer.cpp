@@ -130,6 +130,25 @@ struct node_balancer {
     if (thread.joinable()) thread.join();
   }
 
+  /// The job is ending (node_extension::quiesce): no more balancing rounds, and control
+  /// messages are dropped from now on. Returns once none runs: control handlers are short
+  /// and never wait (send_control), so the spin is brief.
+  void quiesce() noexcept {
+    stop();
+    quiesced.store(true);
+    while (control_running.load() != 0) std::this_thread::yield();
+  }
+  /// Counts a control handler in, unless the job is ending (then it is to be dropped).
+  /// The count goes up before the flag is read and quiesce() sets the flag before it reads
+  /// the count (both sequentially consistent), so no handler slips past quiesce().
+  bool enter_control() noexcept {
+    control_running.fetch_add(1);
+    if (!quiesced.load()) return true;
+    control_running.fetch_sub(1);
+    return false;
+  }
+  void leave_control() noexcept { control_running.fetch_sub(1); }
+
   /// A worker found no work: balance soon (at most every half period from here, since
   /// idle workers call this in their search loop).
   void running_low() {
@@ -185,6 +204,8 @@ struct node_balancer {
   /// workers do not park while it holds some.
   std::atomic<std::int64_t> held{0};
   std::atomic<bool> enabled{true};
+  std::atomic<bool> quiesced{false};              ///< the job is ending: control messages dropped
+  std::atomic<std::uint32_t> control_running{0};  ///< control handlers running now
   std::atomic<clock_type::rep> last{0};
   std::atomic<std::int64_t> balance_ns{0};
   std::atomic<std::uint64_t> balance_calls{0};
@@ -195,7 +216,8 @@ const detail::extension_key balancer_extension = detail::register_node_extension
     {"load balancing", 60, [](detail::node_runtime& n) -> void* { return new node_balancer(n); },
      [](void* state) noexcept { delete static_cast<node_balancer*>(state); },
      [](void* state) { static_cast<node_balancer*>(state)->start(); },
-     [](void* state) noexcept { static_cast<node_balancer*>(state)->stop(); }});
+     [](void* state) noexcept { static_cast<node_balancer*>(state)->stop(); }, nullptr,
+     [](void* state) { static_cast<node_balancer*>(state)->quiesce(); }});
 
 node_balancer& balancer_of(detail::node_runtime& n) {
   return *static_cast<node_balancer*>(detail::extension_state(n, balancer_extension));
@@ -210,6 +232,13 @@ node_balancer& balancer_of_caller(const char* caller) {
 namespace internal {
 // Referencing this function links this file, and with it the registration above.
 bool link_load_balancer() noexcept { return true; }
+
+control_scope::control_scope(detail::node_runtime& n) noexcept
+    : node_(balancer_of(n).enter_control() ? &n : nullptr) {}
+
+control_scope::~control_scope() {
+  if (node_) balancer_of(*node_).leave_control();
+}
 
 overhead_scope::overhead_scope(detail::node_runtime& n) noexcept
     : node_(tl_accounting ? nullptr : &n), start_ns_(node_ ? thread_cpu_ns() : 0) {

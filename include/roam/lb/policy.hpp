@@ -5,9 +5,10 @@
 // - balance(): distributed balancing, every --roam-lb-period-us and soon after a worker of
 //   the node runs out of work; one call at a time per node, on the node's balancing thread
 //   (not a worker: it runs while every worker is busy with long handlers). It may send
-//   messages, move objects and wait for futures (the wait blocks only that thread); the
-//   job's end waits for a call in progress to return, so it must not wait for anything
-//   that needs other nodes once the job is quiescent.
+//   messages, move objects and wait for futures (the wait blocks only that thread). The
+//   job's end (once every node's body returned) stops balancing node by node, waiting for
+//   a call in progress to return, and drops control messages from then on: balance() must
+//   not wait for an answer to a control message.
 // - notify(id): an object's load changed (a message for it arrived or finished);
 // - push(worker, handler) / pop(worker): intra-node scheduling, only for policies whose
 //   schedules_handlers() is true (otherwise the node's own queues with work stealing run
@@ -157,18 +158,35 @@ class overhead_scope {
   std::int64_t start_ns_;
 };
 
+/// Counts a control handler as running on node `n`, so that the job's end waits for it;
+/// once the end has begun (every body returned), admitted() is false and the message is
+/// dropped: a balancing decision then could only start work after the job's last
+/// quiescence detection.
+class control_scope {
+ public:
+  explicit control_scope(detail::node_runtime& n) noexcept;
+  ~control_scope();
+  control_scope(const control_scope&) = delete;
+  control_scope& operator=(const control_scope&) = delete;
+  [[nodiscard]] bool admitted() const noexcept { return node_ != nullptr; }
+
+ private:
+  detail::node_runtime* node_;
+};
+
 /// Control handlers run as soon as their message arrives, on the thread that delivers it
 /// (another node's thread in one process, the thread that drives MPI otherwise), so that
 /// balancing requests are answered even while every worker runs a long handler.
 template <class H>
 struct control_handler {
   static void invoke(detail::node_runtime& n, detail::message_ptr& m) {
+    const control_scope running(n);
+    if (!running.admitted()) return;
     const overhead_scope accounted(n);
     detail::am_handler<H>::invoke(n, m);
   }
   static bool admit(detail::node_runtime& n, detail::message_ptr& m) {
-    const overhead_scope accounted(n);
-    detail::am_handler<H>::invoke(n, m);
+    invoke(n, m);
     return true;
   }
   static constexpr std::string_view name = detail::type_name<control_handler>();
@@ -183,6 +201,8 @@ struct control_handler {
 /// - its handler runs as soon as the message arrives, on the thread that delivers it, even
 ///   while every worker is busy: it must be short and must not wait (no futures, no
 ///   roam::mutex, no call().get()); it may send messages and move objects.
+/// - once the body of roam::run has returned on every node, control messages are dropped
+///   on arrival (the job's end stops balancing before its last quiescence detection).
 /// Ordering: the control messages from one node to another run in the order they were sent
 /// (the transport's per-pair order), which greedy_refine relies on.
 template <class F, class... Args>

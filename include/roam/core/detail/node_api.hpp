@@ -108,6 +108,13 @@ struct node_extension {
   /// global roam::node_locals), which would misroute messages if processes numbered it
   /// differently.
   std::string (*fingerprint)() = nullptr;
+  /// Optional: called on every node once the body of roam::run has returned on every node,
+  /// on the node's application thread (the node's workers still run), before the last
+  /// quiescence detection of the job's shutdown. The extension stops originating work: its
+  /// threads stop, and uncounted messages that would start counted work (the load
+  /// balancer's control messages) are dropped from now on. It returns once nothing of it
+  /// can still send; what it sent before is counted and waited for by the detection.
+  void (*quiesce)(void* state) = nullptr;
 };
 /// Names a registered extension.
 using extension_key = unsigned;

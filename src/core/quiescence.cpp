@@ -1,0 +1,180 @@
+// Termination detection: waves that sum every node's message counters, on the rank tree
+// (rank_tree.hpp). A rank reads the counters of its own nodes from memory and adds the sums
+// of its children's subtrees, so a wave is one message down and one up per rank pair, and
+// no rank handles more than fan_out + 1 of them, whatever the number of nodes.
+#include "node_runtime.hpp"
+#include "process_runtime.hpp"
+#include "rank_tree.hpp"
+
+#include <roam/core/detail/fiber.hpp>
+#include <roam/core/detail/handler_registry.hpp>
+
+#include <algorithm>
+#include <chrono>
+
+namespace roam::detail {
+namespace {
+
+struct counters {
+  std::uint64_t sent = 0, handled = 0;
+};
+
+/// The counters of this process's nodes. Each node's `handled` is read before its `sent`:
+/// both only grow, and a handler's sends are counted before its completion, so this order
+/// never reports more handled than sent for one node.
+counters local_counters(process_runtime& p) {
+  counters sum;
+  for (const auto& node : p.nodes()) {
+    sum.handled += node->handled.load();
+    sum.sent += node->sent.load();
+  }
+  return sum;
+}
+
+struct wave_request {
+  std::uint64_t key;
+  node_id initiator;  ///< the root rank's node, where the sum ends
+};
+struct wave_report {
+  std::uint64_t key;
+  counters part;
+};
+
+/// A wave on one rank: the counters of the ranks of its subtree, as they come in.
+struct wave_slot {
+  std::mutex lock;
+  node_id awaited = 0;  ///< parts still to come: this rank's own and one per child
+  counters total;
+  node_id report_to = 0;  ///< the parent rank's node that holds its slot
+  bool root = false;
+  ready_flag done;  ///< the root: every part is in
+};
+
+extern handler_entry wave_report_handler;
+
+std::shared_ptr<wave_slot> open_slot(node_runtime& n, std::uint64_t key, node_id awaited,
+                                     node_id report_to, bool root) {
+  auto slot = std::static_pointer_cast<wave_slot>(
+      rendezvous_slot(n, key, [] { return std::shared_ptr<void>(std::make_shared<wave_slot>()); }));
+  std::lock_guard guard(slot->lock);
+  slot->awaited = awaited;
+  slot->report_to = report_to;
+  slot->root = root;
+  return slot;
+}
+
+void add_part(node_runtime& n, std::uint64_t key, wave_slot& slot, counters part) {
+  wave_report report{key, {}};
+  {
+    std::lock_guard guard(slot.lock);
+    slot.total.sent += part.sent;
+    slot.total.handled += part.handled;
+    if (--slot.awaited != 0) return;
+    if (slot.root) {
+      slot.done.set();
+      return;
+    }
+    report.part = slot.total;
+  }
+  erase_rendezvous_slot(n, key);
+  post(n, make_system_message(slot.report_to, wave_report_handler, &report, sizeof report));
+}
+
+extern handler_entry wave_request_handler;
+
+/// Opens the wave on this rank and passes it on to the children ranks' first nodes.
+std::shared_ptr<wave_slot> start_on_this_rank(node_runtime& n, const wave_request& request,
+                                              const rank_tree& tree) {
+  process_runtime& p = n.process();
+  const node_id parent = tree.is_root()               ? 0
+                         : tree.parent() == tree.root ? request.initiator
+                                                      : p.first_node_of(tree.parent());
+  auto slot = open_slot(n, request.key, tree.children() + 1, parent, tree.is_root());
+  tree.for_each_child([&](node_id child) {
+    post(n, make_system_message(p.first_node_of(child), wave_request_handler, &request,
+                                sizeof request));
+  });
+  return slot;
+}
+
+handler_entry wave_request_handler{
+    "roam.core.wave_request", [](node_runtime& n, message_ptr& m) {
+      const auto request = read_system_payload<wave_request>(*m);
+      process_runtime& p = n.process();
+      const rank_tree tree{p.rank(), p.rank_of(request.initiator), p.ranks()};
+      auto slot = start_on_this_rank(n, request, tree);
+      add_part(n, request.key, *slot, local_counters(p));
+    }};
+
+handler_entry wave_report_handler{
+    "roam.core.wave_report", [](node_runtime& n, message_ptr& m) {
+      const auto report = read_system_payload<wave_report>(*m);
+      auto slot = std::static_pointer_cast<wave_slot>(rendezvous_slot(
+          n, report.key, [] { return std::shared_ptr<void>(std::make_shared<wave_slot>()); }));
+      add_part(n, report.key, *slot, report.part);
+    }};
+
+const bool registered =
+    handler_registry::add(&wave_request_handler) && handler_registry::add(&wave_report_handler);
+
+/// One wave from node `n`: the sums of every node's counters, each read at some instant
+/// between the call and its return.
+counters wave(node_runtime& n) {
+  (void)registered;
+  process_runtime& p = n.process();
+  const rank_tree tree{p.rank(), p.rank(), p.ranks()};
+  if (tree.children() == 0) return local_counters(p);  // one process: no messages at all
+  // A key unique in the job while the wave runs: the top bit (collectives and events use
+  // keys below 2^63), the initiating node, and its process's count of waves.
+  static std::atomic<std::uint32_t> waves{0};
+  const std::uint64_t key = (1ull << 63) | (std::uint64_t{id_of(n)} << 32) | waves.fetch_add(1);
+  auto slot = start_on_this_rank(n, wave_request{key, id_of(n)}, tree);
+  add_part(n, key, *slot, local_counters(p));
+  wait(slot->done);
+  erase_rendezvous_slot(n, key);
+  std::lock_guard guard(slot->lock);
+  return slot->total;
+}
+
+}  // namespace
+
+void detect_quiescence(node_runtime& n) {
+  if (on_fiber())
+    throw usage_error(
+        "wait_quiescence called from inside a handler: the calling handler is itself "
+        "unfinished work, so quiescence can never be observed; call it from the application "
+        "thread");
+  flush_thread_lanes();
+  counters previous{~0ull, ~0ull};
+  // Waves back off while the job is busy. Back to back, they kept the waiting thread in
+  // a loop of system messages, slot bookkeeping and clock reads (half the CPU of a
+  // one-worker node went there, issue 25). Between waves the thread runs the node's work,
+  // or parks. The pause starts short, so a job that is nearly done is seen quickly, and
+  // doubles up to a millisecond: a wave costs a rank at most fan_out + 1 messages however
+  // large the job, so the cap need not grow with it.
+  using clock = std::chrono::steady_clock;
+  constexpr auto longest_pause = std::chrono::microseconds(1000);
+  auto pause = std::chrono::microseconds(20);
+  ready_flag never;  // a pause is a timed wait on nothing
+  for (;;) {
+    const auto sent_at = clock::now();
+    const counters now = wave(n);
+    // Counters only grow. Two consecutive waves that read the same totals mean no counter
+    // moved between them, so at the instant between the waves all sent messages were handled.
+    if (now.sent == now.handled && now.sent == previous.sent && now.handled == previous.handled)
+      return;
+    // Balanced totals that moved since the last wave: the confirming wave goes at once.
+    const bool maybe_done = now.sent == now.handled;
+    previous = now;
+    if (maybe_done) continue;
+    // The pause counts from the wave's start: a wave that waited for busy nodes (their
+    // workers all in long handlers) has already spaced the waves out, and pausing a whole
+    // pause after it only delayed seeing the end (0.4 % of a 260 ms iteration in
+    // lb_synthetic). They stay a quarter pause apart all the same, so that they never run
+    // back to back.
+    (void)wait_until(never, std::max(sent_at + pause, clock::now() + pause / 4));
+    pause = std::min(pause * 2, longest_pause);
+  }
+}
+
+}  // namespace roam::detail
