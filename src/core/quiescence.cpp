@@ -40,56 +40,62 @@ struct wave_report {
   counters part;
 };
 
-/// A wave on one rank: the counters of the ranks of its subtree, as they come in.
+/// A wave on one rank: the counters of its children's subtrees, as they come in.
 struct wave_slot {
   std::mutex lock;
-  node_id awaited = 0;  ///< parts still to come: this rank's own and one per child
+  node_id awaited = 0;  ///< children ranks whose report has not come yet
   counters total;
   node_id report_to = 0;  ///< the parent rank's node that holds its slot
   bool root = false;
-  ready_flag done;  ///< the root: every part is in
+  ready_flag done;  ///< the root: every child's report is in
 };
 
+extern handler_entry wave_request_handler;
 extern handler_entry wave_report_handler;
 
-std::shared_ptr<wave_slot> open_slot(node_runtime& n, std::uint64_t key, node_id awaited,
-                                     node_id report_to, bool root) {
-  auto slot = std::static_pointer_cast<wave_slot>(
-      rendezvous_slot(n, key, [] { return std::shared_ptr<void>(std::make_shared<wave_slot>()); }));
-  std::lock_guard guard(slot->lock);
-  slot->awaited = awaited;
-  slot->report_to = report_to;
-  slot->root = root;
-  return slot;
+counters operator+(counters a, counters b) noexcept {
+  return {a.sent + b.sent, a.handled + b.handled};
 }
 
-void add_part(node_runtime& n, std::uint64_t key, wave_slot& slot, counters part) {
-  wave_report report{key, {}};
+void report(node_runtime& n, node_id to, std::uint64_t key, counters part) {
+  const wave_report r{key, part};
+  post(n, make_system_message(to, wave_report_handler, &r, sizeof r));
+}
+
+/// Adds a child's report. The rank's own counters are read when the last one is in (the
+/// later they are read, the more of the work in flight before the wave they see finished,
+/// and a wave that sees everything finished is the one that ends a detection).
+void add_report(node_runtime& n, std::uint64_t key, wave_slot& slot, counters part) {
+  counters sum;
   {
     std::lock_guard guard(slot.lock);
-    slot.total.sent += part.sent;
-    slot.total.handled += part.handled;
+    slot.total = slot.total + part;
     if (--slot.awaited != 0) return;
     if (slot.root) {
       slot.done.set();
       return;
     }
-    report.part = slot.total;
+    sum = slot.total;
   }
   erase_rendezvous_slot(n, key);
-  post(n, make_system_message(slot.report_to, wave_report_handler, &report, sizeof report));
+  report(n, slot.report_to, key, sum + local_counters(n.process()));
 }
 
-extern handler_entry wave_request_handler;
-
-/// Opens the wave on this rank and passes it on to the children ranks' first nodes.
-std::shared_ptr<wave_slot> start_on_this_rank(node_runtime& n, const wave_request& request,
-                                              const rank_tree& tree) {
+/// Passes the wave to the children ranks' first nodes; where there are any, opens the slot
+/// that gathers their reports (before the requests leave: a report may come back at once).
+std::shared_ptr<wave_slot> pass_on(node_runtime& n, const wave_request& request,
+                                   const rank_tree& tree, node_id report_to) {
   process_runtime& p = n.process();
-  const node_id parent = tree.is_root()               ? 0
-                         : tree.parent() == tree.root ? request.initiator
-                                                      : p.first_node_of(tree.parent());
-  auto slot = open_slot(n, request.key, tree.children() + 1, parent, tree.is_root());
+  std::shared_ptr<wave_slot> slot;
+  if (tree.children() == 0) return slot;
+  slot = std::static_pointer_cast<wave_slot>(rendezvous_slot(
+      n, request.key, [] { return std::shared_ptr<void>(std::make_shared<wave_slot>()); }));
+  {
+    std::lock_guard guard(slot->lock);
+    slot->awaited = tree.children();
+    slot->report_to = report_to;
+    slot->root = tree.is_root();
+  }
   tree.for_each_child([&](node_id child) {
     post(n, make_system_message(p.first_node_of(child), wave_request_handler, &request,
                                 sizeof request));
@@ -102,16 +108,18 @@ handler_entry wave_request_handler{
       const auto request = read_system_payload<wave_request>(*m);
       process_runtime& p = n.process();
       const rank_tree tree{p.rank(), p.rank_of(request.initiator), p.ranks()};
-      auto slot = start_on_this_rank(n, request, tree);
-      add_part(n, request.key, *slot, local_counters(p));
+      const node_id parent =
+          tree.parent() == tree.root ? request.initiator : p.first_node_of(tree.parent());
+      if (!pass_on(n, request, tree, parent))  // a leaf reports its own counters at once
+        report(n, parent, request.key, local_counters(p));
     }};
 
 handler_entry wave_report_handler{
     "roam.core.wave_report", [](node_runtime& n, message_ptr& m) {
-      const auto report = read_system_payload<wave_report>(*m);
+      const auto r = read_system_payload<wave_report>(*m);
       auto slot = std::static_pointer_cast<wave_slot>(rendezvous_slot(
-          n, report.key, [] { return std::shared_ptr<void>(std::make_shared<wave_slot>()); }));
-      add_part(n, report.key, *slot, report.part);
+          n, r.key, [] { return std::shared_ptr<void>(std::make_shared<wave_slot>()); }));
+      add_report(n, r.key, *slot, r.part);
     }};
 
 const bool registered =
@@ -128,12 +136,11 @@ counters wave(node_runtime& n) {
   // keys below 2^63), the initiating node, and its process's count of waves.
   static std::atomic<std::uint32_t> waves{0};
   const std::uint64_t key = (1ull << 63) | (std::uint64_t{id_of(n)} << 32) | waves.fetch_add(1);
-  auto slot = start_on_this_rank(n, wave_request{key, id_of(n)}, tree);
-  add_part(n, key, *slot, local_counters(p));
+  auto slot = pass_on(n, wave_request{key, id_of(n)}, tree, 0);
   wait(slot->done);
   erase_rendezvous_slot(n, key);
   std::lock_guard guard(slot->lock);
-  return slot->total;
+  return slot->total + local_counters(p);
 }
 
 }  // namespace
