@@ -491,10 +491,11 @@ bool wait_until(waitable& w, std::chrono::steady_clock::time_point deadline) {
     if (run_work) s.end_spin();
   };
   bool glance = false;  // woken by the timer only: look once, then sleep again
-  // Without a network to poll, a parked waiter is woken by whatever it waits for; the
-  // timer is only a backstop. It doubles while nothing wakes the thread: a thousand
-  // virtual nodes' threads waiting on two cores cost a wake-up each per millisecond
-  // otherwise, which was most of a 1024-node barrier's time.
+  // Without a network to poll, a parked waiter is woken by whatever it waits for, and by
+  // work pushed while every worker of its node is busy (wake_if_nobody_searches); the
+  // timer is only a backstop. It doubles while nothing wakes the thread and it finds no
+  // work: a thousand virtual nodes' threads waiting on two cores cost a wake-up each per
+  // millisecond otherwise, which was most of a 1024-node barrier's time.
   constexpr auto first_backstop = std::chrono::microseconds(1000);
   constexpr auto longest_backstop = std::chrono::microseconds(64000);
   auto backstop = first_backstop;
@@ -507,6 +508,7 @@ bool wait_until(waitable& w, std::chrono::steady_clock::time_point deadline) {
         begin_spin();
         rounds = 0;
         glance = false;
+        backstop = first_backstop;
         if (timed && clock::now() >= deadline) break;
         continue;
       }

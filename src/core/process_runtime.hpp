@@ -52,6 +52,9 @@ class process_runtime {
   std::unique_ptr<shutdown_protocol> shutdown_;
   std::thread comm_thread_;
   std::atomic<bool> comm_stop_{false};
+  /// The nodes are stopping: what still arrives (uncounted messages a peer sent before
+  /// its balancer stopped) is discarded.
+  std::atomic<bool> closed_{false};
 };
 
 /// The active process runtime, or nullptr outside roam::run.

@@ -33,7 +33,8 @@ counters local_counters(process_runtime& p) {
 
 struct wave_request {
   std::uint64_t key;
-  node_id initiator;  ///< the root rank's node, where the sum ends
+  node_id initiator;         ///< the root rank's node, where the sum ends
+  std::uint32_t unused = 0;  ///< no uninitialized padding on the wire
 };
 struct wave_report {
   std::uint64_t key;
@@ -69,6 +70,9 @@ void add_report(node_runtime& n, std::uint64_t key, wave_slot& slot, counters pa
   counters sum;
   {
     std::lock_guard guard(slot.lock);
+    if (slot.awaited == 0)  // a slot made just now by the report itself: nobody awaits it
+      throw deserialization_error("a quiescence wave's report (key " + std::to_string(key) +
+                                  ") that no wave on node " + std::to_string(id_of(n)) + " awaits");
     slot.total = slot.total + part;
     if (--slot.awaited != 0) return;
     if (slot.root) {
@@ -136,7 +140,7 @@ counters wave(node_runtime& n) {
   // keys below 2^63), the initiating node, and its process's count of waves.
   static std::atomic<std::uint32_t> waves{0};
   const std::uint64_t key = (1ull << 63) | (std::uint64_t{id_of(n)} << 32) | waves.fetch_add(1);
-  auto slot = pass_on(n, wave_request{key, id_of(n)}, tree, 0);
+  auto slot = pass_on(n, wave_request{key, id_of(n), 0}, tree, 0);
   wait(slot->done);
   erase_rendezvous_slot(n, key);
   std::lock_guard guard(slot->lock);

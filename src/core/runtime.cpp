@@ -140,6 +140,7 @@ void process_runtime::start() {
 void process_runtime::stop() {
   // Extensions' threads first: they may still send to any node of the process.
   for (auto& n : nodes_) n->stop_extensions();
+  closed_.store(true, std::memory_order_release);
   for (auto& n : nodes_) n->sched().stop();
   if (comm_thread_.joinable()) {
     comm_stop_.store(true);
@@ -170,6 +171,9 @@ void process_runtime::comm_thread_main() {
 }
 
 void process_runtime::deliver(message_ptr m) noexcept {
+  // After the job's end only uncounted messages can arrive (the end follows quiescence):
+  // control messages and location updates that nobody needs any more.
+  if (closed_.load(std::memory_order_acquire)) return;
   const message_header& h = m->header;
   const char* problem = nullptr;
   if (h.magic != message_magic)

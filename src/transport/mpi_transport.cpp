@@ -231,7 +231,20 @@ class mpi_transport final : public transport {
     MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE);
   }
 
-  void process_barrier() override { check(MPI_Barrier(comm_), "MPI_Barrier"); }
+  void process_barrier() override {
+    // Not MPI_Barrier: a peer may still be draining a send to this rank (an uncounted
+    // message, such as a balancer's report sent before it stopped), and a payload larger
+    // than a frame leaves only once this rank receives its header. Blocked in a barrier,
+    // this rank would never receive it, and the peer would never reach the barrier.
+    MPI_Request everyone = MPI_REQUEST_NULL;
+    check(MPI_Ibarrier(comm_, &everyone), "MPI_Ibarrier");
+    for (;;) {
+      int reached = 0;
+      check(MPI_Test(&everyone, &reached, MPI_STATUS_IGNORE), "MPI_Test (the final barrier)");
+      if (reached) return;
+      if (!progress()) std::this_thread::yield();
+    }
+  }
 
  private:
   struct send_slot {

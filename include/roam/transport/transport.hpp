@@ -75,7 +75,9 @@ class transport {
   /// transport without separate payload frames.
   virtual void send_raw_payload_for_testing(node_id dest, std::vector<std::byte> bytes) = 0;
 
-  /// Synchronizes all processes outside the message layer (start-up and shutdown only).
+  /// Synchronizes all processes outside the message layer, at shutdown. Keeps receiving while it
+  /// waits, delivering what arrives, so that a peer still draining its sends to this process can
+  /// finish (the caller discards such late, uncounted messages once its nodes have stopped).
   virtual void process_barrier() = 0;
 };
 
