@@ -491,11 +491,11 @@ bool wait_until(waitable& w, std::chrono::steady_clock::time_point deadline) {
     if (run_work) s.end_spin();
   };
   bool glance = false;  // woken by the timer only: look once, then sleep again
-  // Without a network to poll, a parked waiter is woken by whatever it waits for, and by
-  // work pushed while every worker of its node is busy (wake_if_nobody_searches); the
-  // timer is only a backstop. It doubles while nothing wakes the thread and it finds no
-  // work: a thousand virtual nodes' threads waiting on two cores cost a wake-up each per
-  // millisecond otherwise, which was most of a 1024-node barrier's time.
+  // Without a network to poll, a parked waiter is woken by whatever it waits for, and new
+  // work goes to a sleeping worker: the timer is only a backstop. It doubles while nothing
+  // wakes the thread and it finds no work: a thousand virtual nodes' threads waiting on two
+  // cores cost a wake-up each per millisecond otherwise, which was most of a 1024-node
+  // barrier's time.
   constexpr auto first_backstop = std::chrono::microseconds(1000);
   constexpr auto longest_backstop = std::chrono::microseconds(64000);
   auto backstop = first_backstop;
@@ -542,7 +542,12 @@ bool wait_until(waitable& w, std::chrono::steady_clock::time_point deadline) {
     const std::uint64_t epoch = s.waiter_epoch();
     if (!w.ready()) {
       bool duty = false;
-      auto sleep = s.has_progress() ? s.take_poll_duty(duty) : backstop;
+      // A thread that lends itself to a node whose workers are all busy is the one that
+      // runs what arrives (new work wakes only sleeping workers): it keeps the short timer.
+      const bool covers_for_workers = run_work && !s.worker_parked();
+      auto sleep = s.has_progress()     ? s.take_poll_duty(duty)
+                   : covers_for_workers ? first_backstop
+                                        : backstop;
       if (timed)
         sleep = std::min(sleep, std::chrono::ceil<std::chrono::microseconds>(
                                     std::max(deadline - clock::now(), clock::duration::zero())));

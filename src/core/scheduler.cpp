@@ -108,11 +108,9 @@ void scheduler::wake_if_nobody_searches() noexcept {
   // increases sleepers_ the same way before it re-reads the sizes. In the single total order
   // of seq_cst operations one comes first, so either the parker sees the item or we see the
   // parker: no wake-up is lost.
-  if (searching_.load(std::memory_order_seq_cst) != 0) return;
-  if (sleepers_.load(std::memory_order_seq_cst) > 0)
+  if (searching_.load(std::memory_order_seq_cst) == 0 &&
+      sleepers_.load(std::memory_order_seq_cst) > 0)
     wake_one_worker();
-  else if (parked_waiters_.load(std::memory_order_relaxed) > 0)
-    wake_waiters();  // every worker is busy: a parked thread that lends itself runs it
 }
 
 void back_off(unsigned rounds) noexcept {
