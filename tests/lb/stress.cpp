@@ -4,7 +4,8 @@
 // each message carries an id unique in the job, each object records the ids it ran, and
 // the ids gathered at the end must be exactly those sent.
 //
-//   lb_stress [--policy NAME] [--messages N] [--migrations M]   (N, M per node)
+//   lb_stress [--policy NAME] [--messages N] [--migrations M] [--threads T] [--period-us U]
+//   (N, M per node; T workers per node, default 2; balancing period U, default 100 us)
 //
 // Exit status 0 when every check passes; a report on stderr otherwise.
 #include <roam/roam.hpp>
@@ -75,14 +76,17 @@ int main(int argc, char** argv) {
   const std::string policy = text_option(argc, argv, "--policy", "diffusion");
   const long messages = std::atol(text_option(argc, argv, "--messages", "2000"));
   const long migrations = std::atol(text_option(argc, argv, "--migrations", "100"));
+  const unsigned threads =
+      static_cast<unsigned>(std::atol(text_option(argc, argv, "--threads", "2")));
+  const long period_us = std::atol(text_option(argc, argv, "--period-us", "100"));
 
   roam::config cfg = roam::config::from_args(argc, argv);
   cfg.of<roam::lb::policy_settings>().policy = policy;
-  cfg.threads = 2;
+  cfg.threads = threads;
   cfg.comm_thread = cfg.transport == roam::transport_kind::mpi;
-  cfg.of<roam::lb::policy_settings>().period_us = 100;  // balance all the time
-  cfg.of<roam::lb::policy_settings>().threshold = 4;    // a few waiting messages
-  cfg.of<roam::lb::policy_settings>().tolerance = 0.0;  // any difference is worth a request
+  cfg.of<roam::lb::policy_settings>().period_us = period_us;  // 100: balance all the time
+  cfg.of<roam::lb::policy_settings>().threshold = 4;          // a few waiting messages
+  cfg.of<roam::lb::policy_settings>().tolerance = 0.0;        // any difference is worth a request
   bool failed = false;
   const int status = roam::run(cfg, [&] {
     const roam::node_id me = roam::this_node(), nodes = roam::num_nodes();
