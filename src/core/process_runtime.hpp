@@ -55,6 +55,7 @@ class process_runtime {
   /// The nodes are stopping: what still arrives (uncounted messages a peer sent before
   /// its balancer stopped) is discarded.
   std::atomic<bool> closed_{false};
+  bool stopped_ = false;  ///< stop() ran (it runs once; the destructor calls it too)
 };
 
 /// The active process runtime, or nullptr outside roam::run.

@@ -3,6 +3,7 @@
 #include <roam/core/detail/fiber.hpp>
 #include "stack_overflow.hpp"
 
+#include <roam/base/detail/message_text.hpp>
 #include <roam/base/detail/thread_name.hpp>
 #include <roam/core/detail/function_table.hpp>
 #include <roam/core/detail/handler_registry.hpp>
@@ -138,6 +139,8 @@ void process_runtime::start() {
 }
 
 void process_runtime::stop() {
+  if (stopped_) return;
+  stopped_ = true;
   // Extensions' threads first: they may still send to any node of the process.
   for (auto& n : nodes_) n->stop_extensions();
   closed_.store(true, std::memory_order_release);
@@ -173,7 +176,20 @@ void process_runtime::comm_thread_main() {
 void process_runtime::deliver(message_ptr m) noexcept {
   // After the job's end only uncounted messages can arrive (the end follows quiescence):
   // control messages and location updates that nobody needs any more.
-  if (closed_.load(std::memory_order_acquire)) return;
+  if (closed_.load(std::memory_order_acquire)) {
+    // A counted message cannot be in flight after the job's last quiescence detection:
+    // one here was sent after it (a bug, or a thread the application left running).
+    static std::atomic<bool> said{false};
+    if (!(m->header.flags & flag_system) && !said.exchange(true))
+      std::fprintf(stderr, "%s\n",
+                   error_text("warning: a message arrived after the job ended and was "
+                              "discarded (handler #" +
+                              std::to_string(m->header.handler) + ", from node " +
+                              std::to_string(m->header.source) +
+                              "); it was sent after the job was quiescent")
+                       .c_str());
+    return;
+  }
   const message_header& h = m->header;
   const char* problem = nullptr;
   if (h.magic != message_magic)

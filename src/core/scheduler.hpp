@@ -90,10 +90,10 @@ class scheduler {
   void wake_waiters() noexcept;
 
   unsigned workers() const noexcept { return static_cast<unsigned>(queues_.size()); }
-  /// Whether some worker of the node is running work or searching for it (not parked);
-  /// such a worker polls the network itself.
   /// Some worker is parked (new work will wake it).
   bool worker_parked() const noexcept { return sleepers_.load(std::memory_order_relaxed) > 0; }
+  /// Whether some worker of the node is running work or searching for it (not parked);
+  /// such a worker polls the network itself.
   bool worker_awake() const noexcept {
     return sleepers_.load(std::memory_order_relaxed) < static_cast<int>(workers());
   }

@@ -241,9 +241,12 @@ class mpi_transport final : public transport {
     for (;;) {
       int reached = 0;
       check(MPI_Test(&everyone, &reached, MPI_STATUS_IGNORE), "MPI_Test (the final barrier)");
-      if (reached) return;
+      if (reached) break;
       if (!progress()) std::this_thread::yield();
     }
+    // Every peer drained before it reached the barrier: the payloads whose headers arrived
+    // are all on their way, and no receive may still be active when the communicator goes.
+    while (!waiting_.empty()) progress();
   }
 
  private:

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 namespace {
@@ -20,8 +21,10 @@ using namespace roam::detail;
 
 constexpr std::size_t late_bytes = std::size_t{4} << 20;  // far above any eager limit
 
+// The nodes have stopped when it arrives: it is discarded, never run.
 handler_entry late_handler{"test.late_message", [](node_runtime&, message_ptr&) {
                              std::fprintf(stderr, "FAIL: a message handled after the end\n");
+                             std::abort();
                            }};
 const bool registered = handler_registry::add(&late_handler);
 

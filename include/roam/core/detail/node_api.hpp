@@ -99,8 +99,9 @@ struct node_extension {
   void* (*make)(node_runtime& n) = nullptr;
   void (*destroy)(void* state) noexcept = nullptr;
   /// Optional: called once the process's nodes run (workers started), and at the start of
-  /// the process's shutdown, before any node stops (all nodes still exist and accept
-  /// messages). An extension's own threads start and stop here.
+  /// the process's shutdown, after the job's collective end and before this process's nodes
+  /// stop (other processes may have stopped already: what is sent from here is discarded).
+  /// An extension's own threads start and stop here.
   void (*start)(void* state) = nullptr;
   void (*stop)(void* state) noexcept = nullptr;
   /// Optional: lines ("<what> <number> <detail>\n") that every process must agree on, added to
