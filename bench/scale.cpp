@@ -199,9 +199,10 @@ int main(int argc, char** argv) {
                              std::to_string(repeat) + " --messages " + std::to_string(messages);
   std::vector<row> rows;
   for (long p : backend == "mpi" ? ranks : nodes) {
-    const std::string command =
-        backend == "mpi" ? launcher + " -n " + std::to_string(p) + " " + std::string(self) + common
-                         : std::string(self) + common + " --size " + std::to_string(p);
+    std::string command = backend == "mpi" ? launcher + " -n " + std::to_string(p) + " " : "";
+    command += self;
+    command += common;
+    if (backend != "mpi") command += " --size " + std::to_string(p);
     row r;
     if (!run_size(command, r)) {
       std::fprintf(stderr, "bench_scale: the run with %ld %s failed: %s\n", p,
@@ -236,6 +237,7 @@ int main(int argc, char** argv) {
   if (json) {
     auto values = [&](double row::*field) {
       std::vector<double> v;
+      v.reserve(rows.size());
       for (const row& r : rows) v.push_back(r.*field);
       return roam_bench::array(v);
     };

@@ -44,7 +44,7 @@ struct block {
   /// A hint that changes on every look, so that the plans never settle.
   double load() const {
     const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
-    return 1.0 + static_cast<double>((now / 1000 + seed * 7919) % 16);
+    return 1.0 + static_cast<double>((now / 1000 + static_cast<long>(seed) * 7919) % 16);
   }
   void touch() { bytes.front() = 'y'; }
 
