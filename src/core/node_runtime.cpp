@@ -129,28 +129,31 @@ node_runtime::~node_runtime() {
   release_thread_lanes(*this);
 }
 
-void node_runtime::start_extensions() {
+namespace {
+
+/// Calls one hook of every extension of `n` that has it: in creation order, or (stopping)
+/// in the reverse order.
+template <class Hook>
+void call_extension_hooks(node_runtime& n, Hook node_extension::*hook, bool reverse) {
   const extension_registry& r = extensions_registered();
-  for (std::size_t i = 0; i < extension_count; ++i) {
-    const extension_key key = r.by_order[i];
-    if (auto start = r.entries[key].start; start && extensions[key]) start(extensions[key]);
+  for (std::size_t i = 0; i < n.extension_count; ++i) {
+    const extension_key key = r.by_order[reverse ? n.extension_count - 1 - i : i];
+    if (auto call = r.entries[key].*hook; call && n.extensions[key]) call(n.extensions[key]);
   }
+}
+
+}  // namespace
+
+void node_runtime::start_extensions() {
+  call_extension_hooks(*this, &node_extension::start, false);
 }
 
 void node_runtime::quiesce_extensions() {
-  const extension_registry& r = extensions_registered();
-  for (std::size_t i = extension_count; i-- > 0;) {
-    const extension_key key = r.by_order[i];
-    if (auto quiesce = r.entries[key].quiesce; quiesce && extensions[key]) quiesce(extensions[key]);
-  }
+  call_extension_hooks(*this, &node_extension::quiesce, true);
 }
 
 void node_runtime::stop_extensions() noexcept {
-  const extension_registry& r = extensions_registered();
-  for (std::size_t i = extension_count; i-- > 0;) {
-    const extension_key key = r.by_order[i];
-    if (auto stop = r.entries[key].stop; stop && extensions[key]) stop(extensions[key]);
-  }
+  call_extension_hooks(*this, &node_extension::stop, true);
 }
 
 std::thread start_service_thread(node_runtime& n, const char* role, std::function<void()> body) {

@@ -54,6 +54,12 @@ struct wave_slot {
 extern handler_entry wave_request_handler;
 extern handler_entry wave_report_handler;
 
+/// The slot of wave `key` on `n`, made if it is not there yet.
+std::shared_ptr<wave_slot> wave_slot_of(node_runtime& n, std::uint64_t key) {
+  return std::static_pointer_cast<wave_slot>(
+      rendezvous_slot(n, key, [] { return std::shared_ptr<void>(std::make_shared<wave_slot>()); }));
+}
+
 counters operator+(counters a, counters b) noexcept {
   return {a.sent + b.sent, a.handled + b.handled};
 }
@@ -92,8 +98,7 @@ std::shared_ptr<wave_slot> pass_on(node_runtime& n, const wave_request& request,
   process_runtime& p = n.process();
   std::shared_ptr<wave_slot> slot;
   if (tree.children() == 0) return slot;
-  slot = std::static_pointer_cast<wave_slot>(rendezvous_slot(
-      n, request.key, [] { return std::shared_ptr<void>(std::make_shared<wave_slot>()); }));
+  slot = wave_slot_of(n, request.key);
   {
     std::lock_guard guard(slot->lock);
     slot->awaited = tree.children();
@@ -118,13 +123,11 @@ handler_entry wave_request_handler{
         report(n, parent, request.key, local_counters(p));
     }};
 
-handler_entry wave_report_handler{
-    "roam.core.wave_report", [](node_runtime& n, message_ptr& m) {
-      const auto r = read_system_payload<wave_report>(*m);
-      auto slot = std::static_pointer_cast<wave_slot>(rendezvous_slot(
-          n, r.key, [] { return std::shared_ptr<void>(std::make_shared<wave_slot>()); }));
-      add_report(n, r.key, *slot, r.part);
-    }};
+handler_entry wave_report_handler{"roam.core.wave_report", [](node_runtime& n, message_ptr& m) {
+                                    const auto r = read_system_payload<wave_report>(*m);
+                                    auto slot = wave_slot_of(n, r.key);
+                                    add_report(n, r.key, *slot, r.part);
+                                  }};
 
 const bool registered =
     handler_registry::add(&wave_request_handler) && handler_registry::add(&wave_report_handler);
