@@ -5,6 +5,9 @@
 // only finish its drain once rank 0 receives the payload, so the final barrier must keep
 // receiving: blocked in MPI_Barrier, rank 0 never did, and the job hung.
 //
+// With LATE_MESSAGE_COUNTED=1 the message is an application (counted) one: it too is
+// discarded, but with a warning, since nothing counted may be sent after the job ended.
+//
 //   late_message   (under mpiexec -n 2; exit status 0 when the job ends)
 #include <roam/core/detail/handler_registry.hpp>
 #include <roam/core/detail/node_api.hpp>
@@ -35,7 +38,7 @@ void send_late(void* state) noexcept {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   message_ptr m = message::allocate(late_bytes);
   m->header.handler = id_of(late_handler);
-  m->header.flags = flag_system;
+  m->header.flags = std::getenv("LATE_MESSAGE_COUNTED") ? 0u : flag_system;
   m->header.dest = 0;
   m->header.payload_size = late_bytes;
   post(n, std::move(m));
