@@ -5,13 +5,6 @@
 
 namespace roam::detail {
 
-message_ptr clone_message(const message& m) {
-  message_ptr copy = message::allocate(m.header.payload_size);
-  copy->header = m.header;
-  std::memcpy(copy->payload(), m.payload(), m.header.payload_size);
-  return copy;
-}
-
 std::string describe_exception(const std::exception_ptr& e, std::string& type) {
   try {
     std::rethrow_exception(e);

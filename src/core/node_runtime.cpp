@@ -1,5 +1,7 @@
 #include "node_runtime.hpp"
 
+#include "broadcast_relay.hpp"
+
 #include <roam/base/detail/message_text.hpp>
 #include <roam/core/detail/fiber.hpp>
 #include "process_runtime.hpp"
@@ -242,12 +244,16 @@ bool node_runtime::admitted(message_ptr& m) noexcept {
 }
 
 void node_runtime::accept_local(message_ptr m) noexcept {
+  if (m->header.flags & flag_broadcast) [[unlikely]]
+    relay_broadcast(*this, *m);
   if (admitted(m)) return;
   m->execute = &node_runtime::execute;
   scheduler_.push(m.release());
 }
 
 void node_runtime::accept_arrival(message_ptr m) noexcept {
+  if (m->header.flags & flag_broadcast) [[unlikely]]
+    relay_broadcast(*this, *m);
   if (admitted(m)) return;
   m->execute = &node_runtime::execute;
   scheduler_.push_arrival(m.release());

@@ -202,6 +202,9 @@ void process_runtime::deliver(message_ptr m) noexcept {
     problem = "source node out of range";
   else if (!local(h.dest))
     problem = "destination node is not hosted by this process";
+  else if ((h.flags & flag_broadcast) &&
+           (rank_of(h.source) == rank() || h.dest != first_node_of(rank())))
+    problem = "a broadcast to relay addressed to a node that is not its process's entry";
   if (problem)
     fatal(std::string("received a malformed message: ") + problem + " (header claims handler #" +
           std::to_string(h.handler) + ", node " + std::to_string(h.source) + " -> node " +

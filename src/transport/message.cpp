@@ -177,4 +177,11 @@ bool set_large_block_locking(block_locking locking) noexcept {
 
 bool is_locked_block(const message& m) noexcept { return m.locked_; }
 
+message_ptr message::clone(const message& m) {
+  message_ptr copy = allocate(m.header.payload_size);
+  copy->header = m.header;
+  std::memcpy(copy->payload(), m.payload(), m.header.payload_size);
+  return copy;
+}
+
 }  // namespace roam::detail

@@ -256,6 +256,50 @@ TEST(ActiveMessages, BroadcastReachesEveryNodeOnce) {
   });
 }
 
+// Copies of broadcasts from every node, by (receiving node, origin).
+std::array<std::array<std::atomic<int>, max_nodes>, max_nodes> broadcast_copies{};
+void count_broadcast_copy(roam::node_id origin) {
+  broadcast_copies[roam::this_node()][origin].fetch_add(1);
+}
+
+TEST(ActiveMessages, BroadcastsFromEveryNodeReachEveryNodeOnce) {
+  for (auto& row : broadcast_copies)
+    for (auto& c : row) c = 0;
+  run_everywhere([] {
+    // The relay tree is rooted at each caller in turn: every shape the job allows.
+    roam::broadcast(count_broadcast_copy, roam::this_node());
+    roam::barrier();
+    if (roam::this_node() == 0) roam::wait_quiescence();
+    roam::barrier();
+    for (roam::node_id origin = 0; origin < roam::num_nodes(); ++origin)
+      EXPECT_EQ(broadcast_copies[roam::this_node()][origin].load(), 1) << "from node " << origin;
+  });
+}
+
+TEST(ActiveMessages, BroadcastsFromOneThreadStartInOrder) {
+  received_order.clear();
+  roam::config cfg = test_config();
+  cfg.threads = 1;  // start order is run order (see MessagesFromOneSenderStartInOrder)
+  cfg.lend_app_thread = false;
+  run_everywhere(
+      [] {
+        constexpr int count = 300;
+        for (int i = 0; i < count; ++i) roam::broadcast(record_order, roam::this_node(), i);
+        // Quiescence must count the relayed copies: none may run after it returns.
+        roam::barrier();
+        if (roam::this_node() == 0) roam::wait_quiescence();
+        roam::barrier();
+        std::lock_guard guard(order_lock);
+        for (roam::node_id source = 0; source < roam::num_nodes(); ++source) {
+          const auto& seq = received_order[{roam::this_node(), source}];
+          ASSERT_EQ(seq.size(), static_cast<std::size_t>(count)) << "from node " << source;
+          for (int i = 0; i < count; ++i)
+            ASSERT_EQ(seq[static_cast<std::size_t>(i)], i) << "from node " << source;
+        }
+      },
+      cfg);
+}
+
 TEST(ActiveMessages, MessagesFromOneSenderStartInOrder) {
   received_order.clear();
   roam::config cfg = test_config();

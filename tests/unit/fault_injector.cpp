@@ -123,6 +123,15 @@ int main(int argc, char** argv) {
         auto h = header_for(id_of_string_handler(), 0);
         h.handler ^= 0x40;  // one flipped bit after sealing
         roam::detail::send_raw_for_testing(1, wire_bytes(h, nullptr, 0));
+      } else if (mode == "relay-to-non-entry") {
+        // A broadcast that claims to come from node 1's own process: node 1 is not the entry
+        // a relay may arrive at, and relaying it would duplicate the broadcast's copies.
+        std::uint64_t payload = 0;  // an empty string
+        auto h = header_for(id_of_string_handler(), sizeof payload);
+        h.source = 1;
+        h.flags = roam::detail::flag_broadcast;
+        roam::detail::seal(h);
+        roam::detail::send_raw_for_testing(1, wire_bytes(h, &payload, sizeof payload));
       } else if (mode == "corrupt-payload") {
         // A string whose size tag claims far more bytes than the payload holds.
         std::uint64_t size_tag = 1ull << 40;

@@ -10,7 +10,8 @@
 //
 // Ordering: messages sent by one thread to one node start running in the order they were
 // sent (several workers may then run them concurrently). Nothing is ordered between
-// different senders or different destinations.
+// different senders or different destinations. Broadcasts are ordered among themselves the
+// same way, but not with send() and call() (see broadcast()).
 //
 // Threading: callable from any thread of a node, including from inside handlers, and from
 // threads the application started itself when this process hosts a single node.
@@ -74,8 +75,6 @@ auto call_with_flags(node_id dest, std::uint32_t flags, F&& fn, Args&&... args) 
   return make_future<R>(std::move(state));
 }
 
-message_ptr clone_message(const message& m);
-
 }  // namespace detail
 
 /// Runs `fn(args...)` on node `dest` and returns a future of its result. If the handler
@@ -87,18 +86,23 @@ auto call(node_id dest, F&& fn, Args&&... args) {
 }
 
 /// Runs `fn(args...)` on every node, this one included. Arguments are serialized once.
+///
+/// The copies travel a tree: the calling node hands one to each node of its process and to
+/// at most eight other processes, and each of those relays it the same way on arrival, so
+/// no node sends or receives more than a handful of copies and every node has its copy
+/// after about log8(ranks) network steps (ADR 41 in docs/design/decisions.md).
+///
+/// Ordering: two broadcasts made by one thread start running on every node in the order
+/// they were made. A broadcast is not ordered with send() or call() from the same thread,
+/// because its copy may reach a node through another: to have a node see a broadcast
+/// before a later message, wait for it (roam::wait_quiescence, or a call() the handler
+/// answers). Every copy is counted by wait_quiescence, including the relayed ones.
 template <class F, class... Args>
 void broadcast(F&& fn, Args&&... args) {
   auto& node = detail::sending_node("roam::broadcast");
-  const node_id nodes = detail::size_of(node);
-  detail::message_ptr m =
-      detail::build_message<std::decay_t<F>>(0, fn, 0, std::forward<Args>(args)...);
-  for (node_id d = 1; d < nodes; ++d) {
-    detail::message_ptr copy = detail::clone_message(*m);
-    copy->header.dest = d;
-    detail::post(node, std::move(copy));
-  }
-  detail::post(node, std::move(m));
+  detail::post(
+      node, detail::build_message<std::decay_t<F>>(detail::id_of(node), fn, detail::flag_broadcast,
+                                                   std::forward<Args>(args)...));
 }
 
 }  // namespace roam

@@ -25,10 +25,14 @@ enum message_flags : std::uint32_t {
   flag_wants_reply = 1u << 1,
   /// A reply that carries an error description instead of a value.
   flag_error_reply = 1u << 2,
+  /// A broadcast copy for its rank's entry node, which relays it further down the tree
+  /// rooted at `source` (src/core/broadcast_relay.hpp) before it runs.
+  flag_broadcast = 1u << 3,
 };
 
 inline constexpr std::uint32_t message_magic = 0x4d414f52;  // "ROAM" little-endian
-inline constexpr std::uint32_t all_flags = flag_system | flag_wants_reply | flag_error_reply;
+inline constexpr std::uint32_t all_flags =
+    flag_system | flag_wants_reply | flag_error_reply | flag_broadcast;
 
 /// Wire header. Plain data, identical layout on every rank of one binary.
 struct message_header {
@@ -81,6 +85,8 @@ class message : public work_item {
   /// Grows `m` so its payload can hold `payload_capacity` bytes, keeping header and the
   /// first `keep` payload bytes. May replace the block.
   static void reserve(message_ptr& m, std::size_t payload_capacity, std::size_t keep);
+  /// A copy of header and payload, in a block of its own.
+  static message_ptr clone(const message& m);
 
  private:
   friend struct message_deleter;
