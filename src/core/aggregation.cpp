@@ -46,6 +46,7 @@ bool admit_ordered_bundle(node_runtime& node, message_ptr& m) {
     return false;  // runs now (queued like any message)
   }
   s.held.push_back(m.release());
+  node.streams.held_bundles.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
@@ -61,6 +62,7 @@ void run_ordered_bundle(node_runtime& node, message_ptr& m) {
     } else {
       next = it->second.held.front();
       it->second.held.pop_front();
+      node.streams.held_bundles.fetch_sub(1, std::memory_order_relaxed);
     }
   }
   if (next) run_later(node, message_ptr(next));  // admitted already: straight to a queue
@@ -228,6 +230,8 @@ void append_record(node_id dest, lane_order order, std::uint32_t handler, std::u
   if (need > std::numeric_limits<std::uint32_t>::max() - sizeof(group_header))
     throw usage_error("a channel message of " + std::to_string(size) +
                       " bytes exceeds the 4 GiB limit of a record");
+  // Before the lanes are touched: the wait may run handlers on this thread, which use them.
+  if (is_application_thread() && !on_fiber()) hold_back_application_thread(n, dest);
   thread_lanes* s = current_node() == &n ? lanes_of_this_thread(n) : nullptr;
   if (!s) {
     // No lanes (aggregation off, a thread of the application): a bundle of one record.
@@ -311,6 +315,7 @@ void release_thread_lanes(node_runtime& n) noexcept {
   for (auto& [key, stream] : n.streams.streams)
     for (message* m : stream.held) message_deleter{}(m);
   n.streams.streams.clear();
+  n.streams.held_bundles.store(0, std::memory_order_relaxed);
   (void)bundles_registered;
 }
 

@@ -3,6 +3,7 @@
 
 #include <roam/core/detail/aggregation.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <mutex>
@@ -35,6 +36,9 @@ struct ordered_streams {
   };
   std::mutex lock;
   std::unordered_map<std::uint64_t, stream> streams;
+  /// Bundles held in all streams: they wait at this node as queued arrivals do, and flow
+  /// control counts them (process_runtime::inbox_full, hold_back_application_thread).
+  std::atomic<std::size_t> held_bundles{0};
 };
 
 /// Ships the calling thread's open ordered bundle to `dest` (if it acts for `from` and has

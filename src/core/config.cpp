@@ -68,6 +68,24 @@ std::vector<setting<config>> core_settings() {
                               ": expected a power of two in [1, 64]");
          c.aggregate_growth = g;
        }},
+      {"send-window", "ROAM_SEND_WINDOW", "4K..1024M",
+       "bytes one rank may have in flight to another before the receiver grants them back "
+       "(mpi flow control; bytes, or K/M suffix) (default 256K)",
+       false,
+       [](config& c, std::string_view v, const std::string& o) {
+         c.send_window_bytes = bytes(v, o, std::uint64_t{4} << 10, std::uint64_t{1} << 30);
+       }},
+      {"send-backlog", "ROAM_SEND_BACKLOG", "64K..64G",
+       "unsent bytes a process may hold before an application thread that sends waits; "
+       "handlers never wait (default 64M)",
+       false,
+       [](config& c, std::string_view v, const std::string& o) {
+         c.send_backlog_bytes = bytes(v, o, std::uint64_t{64} << 10, std::uint64_t{64} << 30);
+       }},
+      {"inbox-limit", "ROAM_INBOX_LIMIT", "16..1000000000",
+       "messages queued at a node by other nodes beyond which senders to it wait (default "
+       "65536)",
+       false, store_count<&config::inbox_limit, 16, 1000000000>},
       {"lend-app-thread", "ROAM_LEND_APP_THREAD", "on|off",
        "a waiting application thread runs its node's work (default on)", true,
        store_switch<&config::lend_app_thread>},

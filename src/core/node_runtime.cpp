@@ -15,8 +15,10 @@
 #include <cxxabi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <typeinfo>
 
 namespace roam::detail {
@@ -343,6 +345,35 @@ node_id id_of(const node_runtime& n) noexcept { return n.id(); }
 node_id size_of(const node_runtime& n) noexcept { return n.size(); }
 unsigned workers_of(const node_runtime& n) noexcept { return n.sched().workers(); }
 
+// Flow control's last resort, and the one place roam makes a sender wait: an application
+// thread that sends faster than the job takes in waits, running its node's work, while its
+// process holds more than --roam-send-backlog unsent bytes or the node it sends to in this
+// process has more than --roam-inbox-limit arrivals queued. Handlers never wait here: what
+// they send answers what they received, which flow control already bounds, and a handler
+// waiting for credit could hold up the very node that must grant it.
+void hold_back_application_thread(node_runtime& from, node_id dest) {
+  process_runtime& p = from.process();
+  const config& cfg = p.settings();
+  node_runtime* const local_dest = p.local(dest);
+  auto over = [&] {
+    return p.net().unsent_bytes() > cfg.send_backlog_bytes ||
+           (local_dest && local_dest->waiting_arrivals() > cfg.inbox_limit);
+  };
+  if (!over()) [[likely]]
+    return;
+  scheduler& s = from.sched();
+  flush_thread_lanes();  // what this thread aggregated may be what the receiver waits for
+  while (over()) {
+    if (cfg.lend_app_thread)
+      if (work_item* item = s.find_work(-1)) {
+        run_item(item);
+        continue;
+      }
+    if (s.progress()) continue;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
 void post(node_runtime& from, message_ptr m) {
   message_header& h = m->header;
   h.source = from.id();
@@ -353,6 +384,7 @@ void post(node_runtime& from, message_ptr m) {
   if (!(h.flags & flag_system)) {
     from.sent.fetch_add(1);
     flush_ordered_lane(from, h.dest);  // what this thread aggregated for dest goes first
+    if (is_application_thread() && !on_fiber()) hold_back_application_thread(from, h.dest);
   }
   post_counted(from, std::move(m));
 }

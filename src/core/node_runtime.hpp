@@ -41,6 +41,11 @@ class node_runtime {
   void accept_arrival(message_ptr m) noexcept;
   /// Runs the handler of a message (work_item::execute of messages).
   static void execute(work_item* w);
+  /// What other nodes sent here and no worker has started yet: the injection queue and
+  /// the channel bundles held for their stream's turn (a snapshot, for flow control).
+  std::size_t waiting_arrivals() const noexcept {
+    return scheduler_.queued_arrivals() + streams.held_bundles.load(std::memory_order_relaxed);
+  }
 
   /// Calls the extensions' start (process start), quiesce (the job's shutdown, before its
   /// last quiescence detection) and stop (process shutdown) functions.
@@ -116,5 +121,10 @@ T read_system_payload(const message& m) {
   std::memcpy(&value, m.payload(), sizeof(T));
   return value;
 }
+
+/// Flow control for an application thread (not a handler) about to send to `dest`: waits,
+/// running `from`'s work, while the process holds more than --roam-send-backlog unsent
+/// bytes or `dest`, when in this process, has more than --roam-inbox-limit arrivals queued.
+void hold_back_application_thread(node_runtime& from, node_id dest);
 
 }  // namespace roam::detail

@@ -39,6 +39,8 @@ class process_runtime {
 
   /// Checks an arriving message's header and queues it on its node; fatal if malformed.
   void deliver(message_ptr m) noexcept;
+  /// Some node of this process has more than --roam-inbox-limit arrivals queued.
+  bool inbox_full() noexcept;
 
   void start();
   void stop();

@@ -95,16 +95,21 @@ process_runtime::process_runtime(const config& cfg) : config_(cfg) {
   bool use_mpi =
       cfg.transport == transport_kind::mpi ||
       (cfg.transport == transport_kind::automatic && launched_with_several_mpi_processes());
-  transport_ = use_mpi
-                   ? make_mpi_transport(
-                         {cfg.frame_payload_bytes(), !cfg.comm_thread, cfg.nodes_per_rank}, deliver)
-                   : make_inproc_transport(inproc_nodes(cfg), deliver);
+  // Grants of send credit wait while a node has too much queued, until the job's end:
+  // then nothing runs any more, and a peer still draining must get its credit.
+  auto overloaded = [this] { return !closed_.load(std::memory_order_acquire) && inbox_full(); };
+  transport_ = use_mpi ? make_mpi_transport({cfg.frame_payload_bytes(), !cfg.comm_thread,
+                                             cfg.nodes_per_rank, cfg.send_window_bytes, overloaded},
+                                            deliver)
+                       : make_inproc_transport(inproc_nodes(cfg), deliver);
 
   std::string fingerprint =
       handler_registry::fingerprint() + module_fingerprint() + extensions_fingerprint() +
       "setting frame-payload-bytes " + std::to_string(cfg.frame_payload_bytes()) +
       " (--roam-inline-bytes, --roam-aggregate-bytes, --roam-aggregate-growth)\n" +
-      "setting nodes-per-rank " + std::to_string(cfg.nodes_per_rank) + " (--roam-nodes-per-rank)\n";
+      "setting nodes-per-rank " + std::to_string(cfg.nodes_per_rank) +
+      " (--roam-nodes-per-rank)\n" + "setting send-window " +
+      std::to_string(cfg.send_window_bytes) + " (--roam-send-window)\n";
   transport_->validate_fingerprint(fingerprint);
 
   scheduler::options opt;
@@ -127,6 +132,13 @@ process_runtime::process_runtime(const config& cfg) : config_(cfg) {
 }
 
 process_runtime::~process_runtime() { stop(); }
+
+bool process_runtime::inbox_full() noexcept {
+  const std::size_t limit = config_.inbox_limit;
+  for (const auto& node : nodes_)
+    if (node->waiting_arrivals() > limit) return true;
+  return false;
+}
 
 void process_runtime::start() {
   if (transport_->needs_progress() && config_.comm_thread)

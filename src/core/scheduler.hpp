@@ -90,6 +90,9 @@ class scheduler {
   void wake_waiters() noexcept;
 
   unsigned workers() const noexcept { return static_cast<unsigned>(queues_.size()); }
+  /// Items on the injection queue: what other nodes and non-worker threads queued here and
+  /// no worker has taken yet (a snapshot; flow control reads it).
+  std::size_t queued_arrivals() const noexcept { return inject_.queue.size(); }
   /// Some worker is parked (new work will wake it).
   bool worker_parked() const noexcept { return sleepers_.load(std::memory_order_relaxed) > 0; }
   /// Whether some worker of the node is running work or searching for it (not parked);

@@ -41,6 +41,8 @@ class work_queue {
     return w;
   }
   bool empty() const noexcept { return size_.load(std::memory_order_seq_cst) == 0; }
+  /// Items queued now (a snapshot; any thread).
+  std::size_t size() const noexcept { return size_.load(std::memory_order_relaxed); }
 
  private:
   alignas(64) spin_lock lock_;

@@ -9,7 +9,10 @@
 // of an aggregation buffer) travel inside the header message; larger ones follow in a second
 // message whose exact receive the receiver posts when the header arrives. Deliveries from
 // one source are released in arrival order of their headers, so a small message never
-// overtakes a large one sent before it (FIFO per source/destination pair).
+// overtakes a large one sent before it (FIFO per source/destination pair). A credit window
+// per pair of ranks (send_credits.hpp) bounds what one rank has in flight to another.
+#include "send_credits.hpp"
+
 #include <roam/transport/detail/backends.hpp>
 
 #include <roam/base/detail/fatal.hpp>
@@ -17,6 +20,8 @@
 
 #include <mpi.h>
 
+#include <atomic>
+#include <chrono>
 #include <climits>
 #include <condition_variable>
 #include <cstdio>
@@ -27,12 +32,14 @@
 #include <sstream>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 namespace roam::detail {
 namespace {
 
 constexpr int tag_header = 7001;
 constexpr int tag_data = 7002;
+constexpr int tag_credit = 7003;  ///< a grant of send credit: one std::uint64_t of bytes
 
 void abort_job() { MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE); }
 
@@ -53,9 +60,12 @@ void check_mpi(int rc, const char* call, int rank, int peer = -1) {
         mpi_error_text(rc));
 }
 
+MPI_Comm kept_communicator = MPI_COMM_NULL;
+
 void finalize_at_exit() {
   int finalized = 0;
   if (const int rc = MPI_Finalized(&finalized); rc != MPI_SUCCESS || finalized) return;
+  if (kept_communicator != MPI_COMM_NULL) MPI_Comm_free(&kept_communicator);
   // At exit nothing can stop the job any more: the failure is reported, not hidden.
   if (const int rc = MPI_Finalize(); rc != MPI_SUCCESS)
     std::fprintf(stderr, "%s\n", error_text("MPI_Finalize failed: " + mpi_error_text(rc)).c_str());
@@ -75,7 +85,9 @@ class mpi_transport final : public transport {
       : frame_payload_(options.frame_payload_bytes),
         direct_sends_(options.direct_sends),
         nodes_per_rank_(options.nodes_per_rank),
-        deliver_(std::move(deliver)) {
+        deliver_(std::move(deliver)),
+        receiver_overloaded_(options.receiver_overloaded),
+        credits_(options.send_window_bytes) {
     int initialized = 0;
     check(MPI_Initialized(&initialized), "MPI_Initialized");
     int provided = 0;
@@ -89,9 +101,18 @@ class mpi_transport final : public transport {
     if (provided < MPI_THREAD_SERIALIZED)
       fatal("the MPI library provides thread level " + std::to_string(provided) +
             "; roam needs MPI_THREAD_SERIALIZED or MPI_THREAD_MULTIPLE");
-    check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
-    // Errors on roam's communicator come back as codes so that roam can name them.
-    check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    // One communicator for every run of the process. A grant of send credit may still be
+    // on its way when a run ends (sent while a peer drained): freed and duplicated again,
+    // the communicator's context is reused by MPI, and Open MPI's next MPI_Comm_dup hung
+    // on such a message. Kept, the next run's credit receive takes it, and send_credits
+    // ignores what it was not owed.
+    if (kept_communicator == MPI_COMM_NULL) {
+      check(MPI_Comm_dup(MPI_COMM_WORLD, &kept_communicator), "MPI_Comm_dup");
+      // Errors on roam's communicator come back as codes so that roam can name them.
+      check(MPI_Comm_set_errhandler(kept_communicator, MPI_ERRORS_RETURN),
+            "MPI_Comm_set_errhandler");
+    }
+    comm_ = kept_communicator;
     check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
     check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
     if (nodes_per_rank_ == 0 ||
@@ -109,6 +130,7 @@ class mpi_transport final : public transport {
     host_processes_ = static_cast<unsigned>(host_size);
     ring_.resize(ring_slots);
     for (std::size_t i = 0; i < ring_.size(); ++i) post_receive(i);
+    post_credit_receive();
   }
 
   ~mpi_transport() override {
@@ -117,7 +139,8 @@ class mpi_transport final : public transport {
       check(MPI_Cancel(&slot.request), "MPI_Cancel");
       check(MPI_Wait(&slot.request, MPI_STATUS_IGNORE), "MPI_Wait");
     }
-    check(MPI_Comm_free(&comm_), "MPI_Comm_free");
+    check(MPI_Cancel(&credit_request_), "MPI_Cancel");
+    check(MPI_Wait(&credit_request_, MPI_STATUS_IGNORE), "MPI_Wait");
   }
 
   node_id size() const noexcept override { return static_cast<node_id>(size_) * nodes_per_rank_; }
@@ -131,7 +154,8 @@ class mpi_transport final : public transport {
   bool needs_progress() const noexcept override { return true; }
 
   void send(message_ptr m) override {
-    if (rank_of(m->header.dest) == rank_) {
+    const int dest = rank_of(m->header.dest);
+    if (dest == rank_) {
       deliver_(std::move(m), true);  // a node of this rank: MPI is not needed
       return;
     }
@@ -143,7 +167,8 @@ class mpi_transport final : public transport {
       // Fast path: nobody drives MPI and nothing is queued before us, so starting the send
       // here keeps FIFO order and skips the queue.
       if (!queued_.load(std::memory_order_acquire) && backlog_.empty() &&
-          send_requests_.size() + 2 <= max_requests_in_flight) {
+          send_requests_.size() + 2 <= max_requests_in_flight &&
+          credits_.try_take(dest, credits_.cost(m->wire_size()))) {
         start_send(m.release());
         complete_sends();
         unlock_progress();
@@ -151,6 +176,7 @@ class mpi_transport final : public transport {
       }
       unlock_progress();
     }
+    unsent_bytes_.fetch_add(m->wire_size(), std::memory_order_relaxed);
     {
       std::lock_guard guard(out_lock_);
       outgoing_.push_back(m.release());
@@ -184,10 +210,12 @@ class mpi_transport final : public transport {
 
   bool progress() override {
     if (!try_lock_progress()) return false;
-    bool did = start_sends();
+    bool did = receive_credits();
+    did |= start_sends();
     did |= complete_sends();
     did |= receive();
     did |= complete_receives();
+    did |= grant_credits(did);
     // Transfers in flight count as work: MPI moves large messages in steps that each need
     // a progress call, so a poller must not back off while any is under way.
     did |= live_sends_ > 0 || !backlog_.empty() || !waiting_.empty();
@@ -204,7 +232,7 @@ class mpi_transport final : public transport {
         std::lock_guard out(out_lock_);
         empty = outgoing_.empty() && raw_outgoing_.empty();
       }
-      const bool done = empty && live_sends_ == 0 && backlog_.empty();
+      const bool done = empty && live_sends_ == 0 && backlog_.empty() && credits_.stalled() == 0;
       unlock_progress();
       if (done) return;
     }
@@ -246,7 +274,14 @@ class mpi_transport final : public transport {
     }
     // Every peer drained before it reached the barrier: the payloads whose headers arrived
     // are all on their way, and no receive may still be active when the communicator goes.
-    while (!waiting_.empty()) progress();
+    // Grants sent while peers drained must leave before their buffers go.
+    // Every peer has drained: nobody needs credit any more.
+    closing_ = true;
+    while (!waiting_.empty() || live_sends_ > 0) progress();
+  }
+
+  std::uint64_t unsent_bytes() const noexcept override {
+    return unsent_bytes_.load(std::memory_order_relaxed);
   }
 
  private:
@@ -321,13 +356,27 @@ class mpi_transport final : public transport {
       raw_batch_.swap(raw_outgoing_);
       queued_.store(false, std::memory_order_relaxed);
     }
-    // Flow control: a bounded number of requests in flight keeps MPI_Testsome cheap and
-    // memory bounded when a receiver falls behind; the backlog keeps send order.
+    // A bounded number of requests in flight keeps MPI_Testsome cheap; the backlog keeps
+    // send order. Messages whose credit came back go first: they are older than anything
+    // in the backlog for the same rank, which try_take() stalls behind them.
     bool did = false;
-    while (!backlog_.empty() && send_requests_.size() + 2 <= max_requests_in_flight) {
-      start_send(backlog_.front());
-      backlog_.pop_front();
+    auto room = [&] { return send_requests_.size() + 2 <= max_requests_in_flight; };
+    while (room()) {
+      message* m = credits_.take_ready();
+      if (!m) break;
+      start_unsent(m);
       did = true;
+    }
+    while (!backlog_.empty() && room()) {
+      message* m = backlog_.front();
+      backlog_.pop_front();
+      const int dest = rank_of(m->header.dest);
+      if (credits_.try_take(dest, credits_.cost(m->wire_size()))) {
+        start_unsent(m);
+        did = true;
+      } else {
+        credits_.stall(dest, m);
+      }
     }
     for (auto& raw : raw_batch_) {
       std::size_t s = new_slot(nullptr, 1, raw.dest, std::move(raw.bytes));
@@ -337,6 +386,64 @@ class mpi_transport final : public transport {
     did |= !raw_batch_.empty();
     raw_batch_.clear();
     return did;
+  }
+
+  void start_unsent(message* m) {
+    unsent_bytes_.fetch_sub(m->wire_size(), std::memory_order_relaxed);
+    start_send(m);
+  }
+
+  // ---- send credit (send_credits.hpp) ---------------------------------------------------
+  void post_credit_receive() {
+    check(MPI_Irecv(&credit_in_, sizeof credit_in_, MPI_BYTE, MPI_ANY_SOURCE, tag_credit, comm_,
+                    &credit_request_),
+          "MPI_Irecv (send credit)");
+  }
+  bool receive_credits() {
+    bool did = false;
+    for (;;) {
+      int flag = 0;
+      MPI_Status status;
+      status.MPI_SOURCE = -1;
+      check(MPI_Test(&credit_request_, &flag, &status), "MPI_Test (send credit)");
+      if (!flag) return did;
+      int count = 0;
+      check(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count", status.MPI_SOURCE);
+      if (count != static_cast<int>(sizeof credit_in_))
+        fatal("received a corrupt grant of send credit from rank " +
+              std::to_string(status.MPI_SOURCE) + " (" + std::to_string(count) +
+              " bytes instead of " + std::to_string(sizeof credit_in_) + ")");
+      credits_.add(status.MPI_SOURCE, credit_in_);
+      post_credit_receive();
+      did = true;
+    }
+  }
+  /// Grants credit back: half a window or more as soon as it is owed, unless this process's
+  /// nodes have too much queued; whatever is owed at all once traffic has gone quiet for a
+  /// millisecond, so that an idle pair of ranks keeps no state.
+  bool grant_credits(bool busy) {
+    auto send_grant = [&](int peer, std::uint64_t amount) {
+      std::vector<std::byte> bytes(sizeof amount);
+      std::memcpy(bytes.data(), &amount, sizeof amount);
+      const std::size_t s = new_slot(nullptr, 1, peer, std::move(bytes));
+      post_isend(slots_[s].raw.data(), sizeof amount, peer, tag_credit, s);
+    };
+    if (closing_ || !credits_.owes()) return false;
+    const bool hold = receiver_overloaded_ && receiver_overloaded_();
+    if (credits_.grants_due() && !hold) {
+      credits_.grant_due(send_grant);
+      return true;
+    }
+    if (busy || hold) {
+      quiet_since_ = {};
+      return false;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (quiet_since_ == std::chrono::steady_clock::time_point{}) quiet_since_ = now;
+    if (now - quiet_since_ < std::chrono::milliseconds(1)) return false;
+    credits_.grant_all(send_grant);
+    quiet_since_ = {};
+    return true;
   }
 
   bool complete_sends() {
@@ -471,12 +578,17 @@ class mpi_transport final : public transport {
     }
     auto queue = waiting_.find(source);
     if (queue == waiting_.end() && p.data == MPI_REQUEST_NULL) {
-      deliver_(std::move(m), false);
+      deliver_from(source, std::move(m));
       return;
     }
     p.m = std::move(m);
     if (queue == waiting_.end()) queue = waiting_.try_emplace(source).first;
     queue->second.push_back(std::move(p));
+  }
+
+  void deliver_from(int source, message_ptr m) {
+    credits_.delivered(source, credits_.cost(m->wire_size()));
+    deliver_(std::move(m), false);
   }
 
   bool complete_receives() {
@@ -501,7 +613,7 @@ class mpi_transport final : public transport {
           }
           if (!flag) break;
         }
-        deliver_(std::move(front.m), false);
+        deliver_from(source, std::move(front.m));
         queue.pop_front();
         did = true;
       }
@@ -518,6 +630,7 @@ class mpi_transport final : public transport {
   const bool direct_sends_;
   const node_id nodes_per_rank_;
   delivery_function deliver_;
+  const std::function<bool()> receiver_overloaded_;
 
   std::mutex out_lock_;
   std::condition_variable out_ready_;
@@ -549,6 +662,12 @@ class mpi_transport final : public transport {
   /// each behind it (held back for FIFO order). Made when needed and erased when drained: an
   /// empty std::deque costs about 0.6 KB, which per source rank would be O(P) per rank.
   std::unordered_map<int, std::deque<pending_receive>> waiting_;
+  send_credits credits_;
+  std::uint64_t credit_in_ = 0;  ///< the posted receive of a grant
+  MPI_Request credit_request_ = MPI_REQUEST_NULL;
+  std::chrono::steady_clock::time_point quiet_since_{};  ///< credit owed, no traffic since
+  std::atomic<std::uint64_t> unsent_bytes_{0};
+  bool closing_ = false;  ///< past the final barrier: no more grants
 };
 
 }  // namespace

@@ -53,6 +53,17 @@ struct config {
   /// factor (a power of two; 1 keeps every buffer at aggregate_bytes). It shrinks back to
   /// fit what its thread sends between idle moments.
   std::uint32_t aggregate_growth = 4;
+  /// Flow control between ranks (mpi): bytes one rank may have on their way to another
+  /// before the other hands them to its nodes and grants them back. Ranks must agree on it.
+  std::uint64_t send_window_bytes = std::uint64_t{256} << 10;
+  /// An application thread that sends waits (running its node's work) while its process
+  /// holds more than this many bytes it could not send yet (mpi: no credit or no request
+  /// slot). Handlers are never held back.
+  std::uint64_t send_backlog_bytes = std::uint64_t{64} << 20;
+  /// Messages queued at a node by other nodes beyond which an application thread sending
+  /// to it from the same process waits, and the node's process holds its grants of send
+  /// credit (so that other ranks' senders wait too).
+  std::uint32_t inbox_limit = 65536;
   /// A waiting application thread runs its node's work (on), or only waits (off).
   bool lend_app_thread = true;
   /// Stack of every handler and tasklet, in bytes (a multiple of the page size is used;

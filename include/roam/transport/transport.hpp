@@ -58,6 +58,10 @@ class transport {
   /// Blocks until every message handed to send() has left this process.
   virtual void drain() = 0;
 
+  /// Bytes handed to send() that have not started leaving this process (waiting for a
+  /// request slot or for the receiver's credit). Any thread; a snapshot.
+  virtual std::uint64_t unsent_bytes() const noexcept { return 0; }
+
   /// Used by a dedicated communication thread when idle: returns when a send is queued or
   /// after `max`, whichever comes first.
   virtual void idle_wait(std::chrono::microseconds max) = 0;

@@ -5,6 +5,7 @@
 #include <roam/transport/transport.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 namespace roam::detail {
@@ -22,6 +23,12 @@ struct mpi_transport_options {
   /// Nodes hosted by each rank: rank r hosts nodes [r x K, (r + 1) x K). A message between
   /// two of them is delivered on the sending thread, as inproc does.
   std::uint32_t nodes_per_rank = 1;
+  /// Bytes this rank may have on their way to one other rank before that rank hands them
+  /// to its nodes (send_credits.hpp). Ranks must agree on it.
+  std::uint64_t send_window_bytes = std::uint64_t{256} << 10;
+  /// Whether this process's nodes have more queued than they should take in: grants of
+  /// send credit wait while it is true. Called by the thread driving MPI; may be empty.
+  std::function<bool()> receiver_overloaded;
 };
 
 /// `options.nodes_per_rank` nodes per MPI rank of MPI_COMM_WORLD (initializing MPI if needed).
