@@ -285,6 +285,13 @@ void forward(node_runtime& n, message_ptr m, object_message_header oh, route r) 
   if (r.location == id_of(n))
     fatal("directory inconsistency: node " + std::to_string(id_of(n)) + " routes " +
           describe_object(oh.target) + " to itself but does not hold it");
+  // Shortcut: the node that forwarded it here knew an older route than this node does, and
+  // would send the object's next messages along the same chain.
+  if (oh.previous_hop != 0 && r.version > oh.version) {
+    const node_id previous = oh.previous_hop - 1;
+    if (previous != r.location) send_location_update(n, previous, oh.target, r);
+  }
+  oh.previous_hop = id_of(n) + 1;
   oh.version = r.version;
   ++oh.hops;
   write_object_header(*m, oh);
@@ -370,11 +377,22 @@ void run_granted(node_runtime& n, object_entry& e, message_ptr& m, const object_
           " threw an exception not derived from std::exception on node " +
           std::to_string(id_of(n)));
   }
-  // Lazy update: the origin learns where the object was found (unless the handler just
-  // moved it: the destination's installation is the news then).
-  if (oh.hops > 0 && oh.origin != id_of(n)) {
+  // Lazy updates after a forwarded delivery (unless the handler just moved the object: the
+  // destination's installation is the news then): the origin learns where the object was
+  // found, and so do the home node, where senders that know nothing go first, and the last
+  // node that forwarded it (the earlier ones heard from their successors, in forward()).
+  if (oh.hops > 0) {
     const route r = e.current_route();
-    if (r.location == id_of(n)) send_location_update(n, oh.origin, oh.target, r);
+    if (r.location == id_of(n)) {
+      const node_id here = id_of(n), home = oh.target.home;
+      if (oh.origin != here) send_location_update(n, oh.origin, oh.target, r);
+      if (home != here && home != oh.origin) send_location_update(n, home, oh.target, r);
+      if (oh.previous_hop != 0) {
+        const node_id last = oh.previous_hop - 1;
+        if (last != here && last != oh.origin && last != home)
+          send_location_update(n, last, oh.target, r);
+      }
+    }
   }
   const double run_us =
       measure
@@ -432,10 +450,11 @@ enum class gate_result {
 object_message_header checked_header(node_runtime& n, const message& m) {
   object_message_header oh = read_object_header(m);
   if (oh.target.index == 0 || oh.target.home >= size_of(n) || oh.origin >= size_of(n) ||
-      oh.access > static_cast<std::uint8_t>(access::shared))
+      oh.previous_hop > size_of(n) || oh.access > static_cast<std::uint8_t>(access::shared))
     throw deserialization_error("invalid object header (object " + std::to_string(oh.target.home) +
                                 ":" + std::to_string(oh.target.index) + ", origin " +
-                                std::to_string(oh.origin) + ")");
+                                std::to_string(oh.origin) + ", previous hop " +
+                                std::to_string(static_cast<long long>(oh.previous_hop) - 1) + ")");
   return oh;
 }
 

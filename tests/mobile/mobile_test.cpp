@@ -383,6 +383,70 @@ TEST(MobileObjects, ForwardedDeliveryCorrectsTheSendersDirectory) {
   if (too_few_nodes.load()) GTEST_SKIP() << "needs 3 nodes";
 }
 
+// Waits (up to 10 s: location updates are not counted by quiescence) until this node's
+// directory routes `id` to `where`.
+bool learns_location(const roam::object_id& id, roam::node_id where) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (roam::detail::last_known_location(id) != where &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  return roam::detail::last_known_location(id) == where;
+}
+
+TEST(MobileObjects, ForwardingShortensTheChainAtTheHomeAndAtEveryForwarder) {
+  // Needs a chain of three hosts and a fourth node: 4 nodes or more (the suite runs with 4
+  // nodes in one process, under mpiexec and in mixed mode).
+  std::atomic<bool> too_few_nodes{false};
+  run_everywhere([&too_few_nodes] {
+    if (roam::num_nodes() < 4) {
+      too_few_nodes = true;
+      return;
+    }
+    const roam::node_id me = roam::this_node();
+    // The home: node 3 knows nothing, so its call goes to the home node 0, which forwards
+    // it to node 1, which forwards it to node 2. The home must learn node 2 (a sender that
+    // knows nothing pays one hop from then on, not one per past move).
+    roam::mobile_ptr<counter> p;
+    if (me == 0) {
+      p = roam::make_mobile<counter>();
+      roam::migrate(p, 1).get();
+    }
+    p = roam::broadcast_value(p);
+    if (me == 1) roam::migrate(p, 2).get();
+    roam::barrier();
+    if (me == 3) {
+      EXPECT_EQ(roam::detail::last_known_location(p.id()), 0u);
+      EXPECT_EQ(p.call<&counter::where>().get(), 2u);
+    }
+    roam::barrier();
+    if (me == 0) {
+      EXPECT_TRUE(learns_location(p.id(), 2)) << "the home node was not updated";
+    }
+    roam::barrier();
+    // Every forwarder: node 0 calls along 0 -> 1 -> 2 -> 3; node 1 forwarded to node 2,
+    // which knew better, and must learn node 3.
+    roam::mobile_ptr<counter> q;
+    if (me == 0) {
+      q = roam::make_mobile<counter>();
+      roam::migrate(q, 1).get();
+    }
+    q = roam::broadcast_value(q);
+    if (me == 1) roam::migrate(q, 2).get();
+    roam::barrier();
+    if (me == 2) roam::migrate(q, 3).get();
+    roam::barrier();
+    if (me == 0) {
+      EXPECT_EQ(q.call<&counter::where>().get(), 3u);
+    }
+    roam::barrier();
+    if (me == 1) {
+      EXPECT_TRUE(learns_location(q.id(), 3)) << "a forwarder was not updated";
+    }
+    roam::barrier();
+  });
+  if (too_few_nodes.load()) GTEST_SKIP() << "needs 4 nodes";
+}
+
 std::atomic<bool> gate_open{false};
 
 TEST(MobileObjects, LoadCountsArrivedMessagesAndBalancerMigrationsTakeThemAlong) {

@@ -38,7 +38,9 @@ struct object_message_header {
   std::uint16_t hops = 0;     ///< times it was forwarded
   std::uint32_t operation = operation_none;
   float cost = 1.0f;  ///< the sender's estimate of the handler's work (load balancing)
-  std::uint32_t reserved = 0;
+  /// 1 + the node that forwarded it last; 0 while it has not been forwarded. That node
+  /// learns the object's newer route from the next one (forwarding shortcuts).
+  std::uint32_t previous_hop = 0;
 };
 static_assert(sizeof(object_message_header) == 48);
 
