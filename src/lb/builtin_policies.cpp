@@ -284,22 +284,47 @@ class diffusion final : public distributing_policy {
 
   void calm_down() { calm_ = std::min(calm_ + 1, max_calm); }
 
+  // Neighbours are drawn by rejection, in O(size²) whatever the number of nodes: listing
+  // every other node cost O(nodes) per draw, and at a thousand nodes idle nodes redraw
+  // every few periods. Only when the neighbourhood is at least half the other nodes
+  // (so the job is small) are the candidates listed.
   void pick_neighbors(node_id me, node_id nodes) {
     neighbors_.clear();
-    for (node_id k = 0; k < nodes; ++k)
-      if (k != me) neighbors_.push_back(k);
-    std::shuffle(neighbors_.begin(), neighbors_.end(), rng_);
-    neighbors_.resize(std::min<std::size_t>(size_, neighbors_.size()));
+    const std::size_t others = nodes - 1;
+    const std::size_t want = std::min<std::size_t>(size_, others);
+    if (2 * want >= others) {
+      for (node_id k = 0; k < nodes; ++k)
+        if (k != me) neighbors_.push_back(k);
+      std::shuffle(neighbors_.begin(), neighbors_.end(), rng_);
+      neighbors_.resize(want);
+      return;
+    }
+    while (neighbors_.size() < want) neighbors_.push_back(draw_other(me, nodes));
   }
   void replace_neighbor(node_id gone) {
     const node_id nodes = roam::num_nodes(), me = roam::this_node();
-    std::vector<node_id> candidates;
-    for (node_id k = 0; k < nodes; ++k)
-      if (k != me && std::find(neighbors_.begin(), neighbors_.end(), k) == neighbors_.end())
-        candidates.push_back(k);
     auto it = std::find(neighbors_.begin(), neighbors_.end(), gone);
-    if (it == neighbors_.end() || candidates.empty()) return;
-    *it = candidates[rng_() % candidates.size()];
+    if (it == neighbors_.end()) return;
+    const std::size_t others = nodes - 1;
+    if (neighbors_.size() >= others) return;  // every other node is a neighbour already
+    if (2 * neighbors_.size() >= others) {
+      std::vector<node_id> candidates;
+      for (node_id k = 0; k < nodes; ++k)
+        if (k != me && std::find(neighbors_.begin(), neighbors_.end(), k) == neighbors_.end())
+          candidates.push_back(k);
+      *it = candidates[rng_() % candidates.size()];
+      return;
+    }
+    *it = draw_other(me, nodes);
+  }
+  /// A node other than `me` and the current neighbours. Fewer than half the other nodes
+  /// are excluded, so this takes under two draws on average.
+  node_id draw_other(node_id me, node_id nodes) {
+    for (;;) {
+      const auto k = static_cast<node_id>(rng_() % nodes);
+      if (k != me && std::find(neighbors_.begin(), neighbors_.end(), k) == neighbors_.end())
+        return k;
+    }
   }
 
   const double threshold_;
