@@ -27,6 +27,9 @@ namespace {
 // initial-exec: roam is linked into the executable, so its thread-locals sit at a fixed
 // offset from the thread pointer; reading them costs a load, not a __tls_get_addr call.
 thread_local node_runtime* tl_node [[gnu::tls_model("initial-exec")]] = nullptr;
+// Admission functions running on this thread (nested deliveries count each): what they
+// send is never held back (hold_back_application_thread).
+thread_local unsigned tl_admitting = 0;
 
 std::string describe(const message_header& h) {
   std::string text = "handler '";
@@ -230,9 +233,13 @@ bool node_runtime::admitted(message_ptr& m) noexcept {
   // name it, messages it sends come from it).
   node_runtime* const caller = tl_node;
   tl_node = this;
+  ++tl_admitting;
   struct restore {
     node_runtime* node;
-    ~restore() { tl_node = node; }
+    ~restore() {
+      tl_node = node;
+      --tl_admitting;
+    }
   } restore_caller{caller};
   try {
     return e->admit(*this, m);
@@ -346,12 +353,17 @@ node_id size_of(const node_runtime& n) noexcept { return n.size(); }
 unsigned workers_of(const node_runtime& n) noexcept { return n.sched().workers(); }
 
 // Flow control's last resort, and the one place roam makes a sender wait: an application
-// thread that sends faster than the job takes in waits, running its node's work, while its
-// process holds more than --roam-send-backlog unsent bytes or the node it sends to in this
-// process has more than --roam-inbox-limit arrivals queued. Handlers never wait here: what
-// they send answers what they received, which flow control already bounds, and a handler
-// waiting for credit could hold up the very node that must grant it.
+// thread that sends faster than the job takes in waits while its process holds more than
+// --roam-send-backlog unsent bytes or the node it sends to in this process has more than
+// --roam-inbox-limit arrivals queued. Handlers never wait here: what they send answers
+// what they received, which flow control already bounds, and a handler waiting for credit
+// could hold up the very node that must grant it. Nor does an application thread while it
+// admits an arrival (it may hold the transport's progress lock, and acts for another node).
+// The waiting thread drives the network but runs no handlers: a send must not run the
+// application's code inside it (a lock the caller holds, an iteration under way); the
+// node's workers drain its queue.
 void hold_back_application_thread(node_runtime& from, node_id dest) {
+  if (tl_admitting != 0 || tl_node != &from) return;
   process_runtime& p = from.process();
   const config& cfg = p.settings();
   node_runtime* const local_dest = p.local(dest);
@@ -364,11 +376,6 @@ void hold_back_application_thread(node_runtime& from, node_id dest) {
   scheduler& s = from.sched();
   flush_thread_lanes();  // what this thread aggregated may be what the receiver waits for
   while (over()) {
-    if (cfg.lend_app_thread)
-      if (work_item* item = s.find_work(-1)) {
-        run_item(item);
-        continue;
-      }
     if (s.progress()) continue;
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }

@@ -122,9 +122,10 @@ T read_system_payload(const message& m) {
   return value;
 }
 
-/// Flow control for an application thread (not a handler) about to send to `dest`: waits,
-/// running `from`'s work, while the process holds more than --roam-send-backlog unsent
-/// bytes or `dest`, when in this process, has more than --roam-inbox-limit arrivals queued.
+/// Flow control for an application thread (not a handler, not while it admits an arrival)
+/// about to send to `dest`: waits, driving the network but running no handlers, while the process
+/// holds more than --roam-send-backlog unsent bytes or `dest`, when in this process, has more than
+/// --roam-inbox-limit arrivals queued.
 void hold_back_application_thread(node_runtime& from, node_id dest);
 
 }  // namespace roam::detail

@@ -39,7 +39,8 @@ class process_runtime {
 
   /// Checks an arriving message's header and queues it on its node; fatal if malformed.
   void deliver(message_ptr m) noexcept;
-  /// Some node of this process has more than --roam-inbox-limit arrivals queued.
+  /// Some node of this process has more than --roam-inbox-limit arrivals on its injection
+  /// queue (grants of send credit wait then).
   bool inbox_full() noexcept;
 
   void start();

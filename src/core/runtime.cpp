@@ -134,9 +134,13 @@ process_runtime::process_runtime(const config& cfg) : config_(cfg) {
 process_runtime::~process_runtime() { stop(); }
 
 bool process_runtime::inbox_full() noexcept {
+  // Only the injection queue: it drains whenever a worker is free, whatever the handlers
+  // wait for. Channel bundles held for their stream's turn drain only as that stream's
+  // running bundle ends, which may wait for a reply from a rank whose traffic the held
+  // grants would stop: counting them could deadlock.
   const std::size_t limit = config_.inbox_limit;
   for (const auto& node : nodes_)
-    if (node->waiting_arrivals() > limit) return true;
+    if (node->sched().queued_arrivals() > limit) return true;
   return false;
 }
 

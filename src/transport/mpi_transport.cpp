@@ -215,7 +215,7 @@ class mpi_transport final : public transport {
     did |= complete_sends();
     did |= receive();
     did |= complete_receives();
-    did |= grant_credits(did);
+    did |= grant_credits();
     // Transfers in flight count as work: MPI moves large messages in steps that each need
     // a progress call, so a poller must not back off while any is under way.
     did |= live_sends_ > 0 || !backlog_.empty() || !waiting_.empty();
@@ -418,10 +418,11 @@ class mpi_transport final : public transport {
       did = true;
     }
   }
-  /// Grants credit back: half a window or more as soon as it is owed, unless this process's
-  /// nodes have too much queued; whatever is owed at all once traffic has gone quiet for a
-  /// millisecond, so that an idle pair of ranks keeps no state.
-  bool grant_credits(bool busy) {
+  /// Grants credit back: half a window or more as soon as it is owed, and whatever is owed
+  /// at all a millisecond after it began to be owed (so that a pair that no longer talks
+  /// keeps no state, on either side, however busy the receiver is with others); neither
+  /// while this process's nodes have too much queued.
+  bool grant_credits() {
     auto send_grant = [&](int peer, std::uint64_t amount) {
       std::vector<std::byte> bytes(sizeof amount);
       std::memcpy(bytes.data(), &amount, sizeof amount);
@@ -429,20 +430,21 @@ class mpi_transport final : public transport {
       post_isend(slots_[s].raw.data(), sizeof amount, peer, tag_credit, s);
     };
     if (closing_ || !credits_.owes()) return false;
-    const bool hold = receiver_overloaded_ && receiver_overloaded_();
-    if (credits_.grants_due() && !hold) {
+    if (receiver_overloaded_ && receiver_overloaded_()) return false;
+    bool did = false;
+    if (credits_.grants_due()) {
       credits_.grant_due(send_grant);
-      return true;
-    }
-    if (busy || hold) {
-      quiet_since_ = {};
-      return false;
+      did = true;
+      if (!credits_.owes()) {
+        owed_since_ = {};
+        return true;
+      }
     }
     const auto now = std::chrono::steady_clock::now();
-    if (quiet_since_ == std::chrono::steady_clock::time_point{}) quiet_since_ = now;
-    if (now - quiet_since_ < std::chrono::milliseconds(1)) return false;
+    if (owed_since_ == std::chrono::steady_clock::time_point{}) owed_since_ = now;
+    if (now - owed_since_ < std::chrono::milliseconds(1)) return did;
     credits_.grant_all(send_grant);
-    quiet_since_ = {};
+    owed_since_ = {};
     return true;
   }
 
@@ -665,7 +667,7 @@ class mpi_transport final : public transport {
   send_credits credits_;
   std::uint64_t credit_in_ = 0;  ///< the posted receive of a grant
   MPI_Request credit_request_ = MPI_REQUEST_NULL;
-  std::chrono::steady_clock::time_point quiet_since_{};  ///< credit owed, no traffic since
+  std::chrono::steady_clock::time_point owed_since_{};  ///< some credit owed since (else 0)
   std::atomic<std::uint64_t> unsent_bytes_{0};
   bool closing_ = false;  ///< past the final barrier: no more grants
 };

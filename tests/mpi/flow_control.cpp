@@ -29,6 +29,13 @@ constexpr std::size_t payload_bytes = 4096;  // 80 MB per sender in all
 // Far below what the senders send (80 MB each), far above what the settings allow to pile
 // up (inbox limit 256 x 4 KiB, a window of 64 KiB per rank, a backlog of 1 MiB).
 constexpr long growth_bound_kb = 48 * 1024;
+// Under the sanitizers freed memory is held back (ASan's quarantine, TSan's shadow), so
+// the peak says nothing about roam's queues there: only delivery is checked.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool check_growth = false;
+#else
+constexpr bool check_growth = true;
+#endif
 
 constexpr std::size_t max_nodes = 64;
 std::array<std::atomic<long>, max_nodes> arrived{};
@@ -115,7 +122,7 @@ int main(int argc, char** argv) {
     // In the exchange the answers are a handler's sends, which nothing holds back: only
     // completion (no deadlock) is checked there.
     if (got != expected || (mode == "exchange" && answers != expected) ||
-        (mode != "exchange" && grown_kb > growth_bound_kb))
+        (check_growth && mode != "exchange" && grown_kb > growth_bound_kb))
       failed = true;
   });
   if (rc != 0) return rc;

@@ -26,6 +26,9 @@
 // Threading: callable from any thread of a node, including handlers. Threads the
 // application started itself (when the process hosts one node) send each message at once.
 // A channel object is a small value: copy it, capture it, share it between threads.
+//
+// Flow control: an application thread may wait in a call, as in roam::send (send.hpp): at
+// a variable-size record, or a fixed-size one that fills its buffer.
 #pragma once
 
 #include <roam/am/detail/handler_traits.hpp>
