@@ -220,7 +220,7 @@ void process_runtime::deliver(message_ptr m) noexcept {
     problem = "destination node is not hosted by this process";
   else if ((h.flags & flag_broadcast) &&
            (rank_of(h.source) == rank() || h.dest != first_node_of(rank())))
-    problem = "a broadcast to relay addressed to a node that is not its process's entry";
+    problem = "a broadcast to relay that is not from another process to this process's first node";
   if (problem)
     fatal(std::string("received a malformed message: ") + problem + " (header claims handler #" +
           std::to_string(h.handler) + ", node " + std::to_string(h.source) + " -> node " +

@@ -134,7 +134,8 @@ class mpi_transport final : public transport {
   }
 
   ~mpi_transport() override {
-    // Every process has passed process_barrier(): nothing more will arrive.
+    // Every process has passed process_barrier(): no frame will arrive any more (a late
+    // grant of credit may: the next run's credit receive takes it).
     for (auto& slot : ring_) {
       check(MPI_Cancel(&slot.request), "MPI_Cancel");
       check(MPI_Wait(&slot.request, MPI_STATUS_IGNORE), "MPI_Wait");

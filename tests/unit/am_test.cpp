@@ -300,6 +300,42 @@ TEST(ActiveMessages, BroadcastsFromOneThreadStartInOrder) {
       cfg);
 }
 
+void record_large(roam::node_id source, int sequence, std::string data) {
+  EXPECT_EQ(data.size(), std::size_t{100000});
+  record_order(source, sequence);
+}
+
+TEST(ActiveMessages, BroadcastsLargerThanAFrameStartInOrder) {
+  // Split-phase messages (header, then payload) on every relay hop, interleaved with small
+  // broadcasts from the same thread.
+  received_order.clear();
+  roam::config cfg = test_config();
+  cfg.threads = 1;
+  cfg.lend_app_thread = false;
+  run_everywhere(
+      [] {
+        constexpr int count = 20;
+        const std::string large(100000, 'x');
+        for (int i = 0; i < count; ++i) {
+          if (i % 2)
+            roam::broadcast(record_large, roam::this_node(), i, large);
+          else
+            roam::broadcast(record_order, roam::this_node(), i);
+        }
+        roam::barrier();
+        if (roam::this_node() == 0) roam::wait_quiescence();
+        roam::barrier();
+        std::lock_guard guard(order_lock);
+        for (roam::node_id source = 0; source < roam::num_nodes(); ++source) {
+          const auto& seq = received_order[{roam::this_node(), source}];
+          ASSERT_EQ(seq.size(), static_cast<std::size_t>(count)) << "from node " << source;
+          for (int i = 0; i < count; ++i)
+            ASSERT_EQ(seq[static_cast<std::size_t>(i)], i) << "from node " << source;
+        }
+      },
+      cfg);
+}
+
 TEST(ActiveMessages, MessagesFromOneSenderStartInOrder) {
   received_order.clear();
   roam::config cfg = test_config();
