@@ -115,8 +115,9 @@ class send_credits {
   }
   /// Whether anything at all is owed (less than half a window included).
   [[nodiscard]] bool owes() const noexcept { return !owed_.empty(); }
-  /// Grants everything owed, however little: a receiver does it a millisecond after it
-  /// began to owe, so that neither side keeps state for a pair that no longer talks.
+  /// Grants everything owed, however little: a receiver does it when its traffic goes
+  /// quiet, and now and then under traffic, so that neither side keeps state for long for
+  /// a pair that no longer talks.
   template <class F>
   void grant_all(F&& send_grant) {
     for (const auto& [peer, amount] : owed_) send_grant(peer, amount);
