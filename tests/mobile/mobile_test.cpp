@@ -352,6 +352,16 @@ TEST(MobileObjects, StaleSendersAreForwardedAndCorrected) {
   });
 }
 
+// Waits (up to 10 s: location updates are not counted by quiescence) until this node's
+// directory routes `id` to `where`.
+bool learns_location(const roam::object_id& id, roam::node_id where) {
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (roam::detail::last_known_location(id) != where &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  return roam::detail::last_known_location(id) == where;
+}
+
 TEST(MobileObjects, ForwardedDeliveryCorrectsTheSendersDirectory) {
   // Needs a sender that neither created, hosted nor moved the object: 3 nodes or more
   // (the suite also runs with 3 and 4 nodes, in one process and under mpiexec).
@@ -372,25 +382,11 @@ TEST(MobileObjects, ForwardedDeliveryCorrectsTheSendersDirectory) {
       // node 1 then tells node 2 where the object is.
       EXPECT_EQ(roam::detail::last_known_location(p.id()), 0u);
       EXPECT_EQ(p.call<&counter::where>().get(), 1u);
-      const auto deadline = std::chrono::steady_clock::now() + 10s;
-      while (roam::detail::last_known_location(p.id()) != 1u &&
-             std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(1ms);
-      EXPECT_EQ(roam::detail::last_known_location(p.id()), 1u);
+      EXPECT_TRUE(learns_location(p.id(), 1));
     }
     roam::barrier();
   });
   if (too_few_nodes.load()) GTEST_SKIP() << "needs 3 nodes";
-}
-
-// Waits (up to 10 s: location updates are not counted by quiescence) until this node's
-// directory routes `id` to `where`.
-bool learns_location(const roam::object_id& id, roam::node_id where) {
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (roam::detail::last_known_location(id) != where &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(1ms);
-  return roam::detail::last_known_location(id) == where;
 }
 
 TEST(MobileObjects, ForwardingShortensTheChainAtTheHomeAndAtEveryForwarder) {

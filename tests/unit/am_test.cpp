@@ -92,6 +92,21 @@ void record_order(roam::node_id source, int sequence) {
   received_order[{roam::this_node(), source}].push_back(sequence);
 }
 
+// After every node sent `count` numbered messages to every node: waits for them all, then
+// checks that this node got each node's numbers 0 .. count-1 in order.
+void expect_every_sequence_in_order(int count) {
+  roam::barrier();
+  if (roam::this_node() == 0) roam::wait_quiescence();
+  roam::barrier();
+  std::lock_guard guard(order_lock);
+  for (roam::node_id source = 0; source < roam::num_nodes(); ++source) {
+    const auto& seq = received_order[{roam::this_node(), source}];
+    ASSERT_EQ(seq.size(), static_cast<std::size_t>(count)) << "from node " << source;
+    for (int i = 0; i < count; ++i)
+      ASSERT_EQ(seq[static_cast<std::size_t>(i)], i) << "from node " << source;
+  }
+}
+
 // A message tree whose shape depends only on the seed: fan-out 0-3, depth-limited.
 std::array<std::atomic<long>, max_nodes> tree_visits{};
 void grow(int depth, std::uint32_t seed) {
@@ -286,16 +301,7 @@ TEST(ActiveMessages, BroadcastsFromOneThreadStartInOrder) {
         constexpr int count = 300;
         for (int i = 0; i < count; ++i) roam::broadcast(record_order, roam::this_node(), i);
         // Quiescence must count the relayed copies: none may run after it returns.
-        roam::barrier();
-        if (roam::this_node() == 0) roam::wait_quiescence();
-        roam::barrier();
-        std::lock_guard guard(order_lock);
-        for (roam::node_id source = 0; source < roam::num_nodes(); ++source) {
-          const auto& seq = received_order[{roam::this_node(), source}];
-          ASSERT_EQ(seq.size(), static_cast<std::size_t>(count)) << "from node " << source;
-          for (int i = 0; i < count; ++i)
-            ASSERT_EQ(seq[static_cast<std::size_t>(i)], i) << "from node " << source;
-        }
+        expect_every_sequence_in_order(count);
       },
       cfg);
 }
@@ -322,16 +328,7 @@ TEST(ActiveMessages, BroadcastsLargerThanAFrameStartInOrder) {
           else
             roam::broadcast(record_order, roam::this_node(), i);
         }
-        roam::barrier();
-        if (roam::this_node() == 0) roam::wait_quiescence();
-        roam::barrier();
-        std::lock_guard guard(order_lock);
-        for (roam::node_id source = 0; source < roam::num_nodes(); ++source) {
-          const auto& seq = received_order[{roam::this_node(), source}];
-          ASSERT_EQ(seq.size(), static_cast<std::size_t>(count)) << "from node " << source;
-          for (int i = 0; i < count; ++i)
-            ASSERT_EQ(seq[static_cast<std::size_t>(i)], i) << "from node " << source;
-        }
+        expect_every_sequence_in_order(count);
       },
       cfg);
 }
@@ -347,16 +344,7 @@ TEST(ActiveMessages, MessagesFromOneSenderStartInOrder) {
         for (int i = 0; i < count; ++i)
           for (roam::node_id d = 0; d < roam::num_nodes(); ++d)
             roam::send(d, record_order, roam::this_node(), i);
-        roam::barrier();
-        if (roam::this_node() == 0) roam::wait_quiescence();
-        roam::barrier();
-        std::lock_guard guard(order_lock);
-        for (roam::node_id source = 0; source < roam::num_nodes(); ++source) {
-          const auto& seq = received_order[{roam::this_node(), source}];
-          ASSERT_EQ(seq.size(), static_cast<std::size_t>(count)) << "from node " << source;
-          for (int i = 0; i < count; ++i)
-            ASSERT_EQ(seq[static_cast<std::size_t>(i)], i) << "from node " << source;
-        }
+        expect_every_sequence_in_order(count);
       },
       cfg);
 }
