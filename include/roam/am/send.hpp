@@ -95,8 +95,9 @@ auto call(node_id dest, F&& fn, Args&&... args) {
 ///
 /// The copies travel a tree: the calling node hands one to each node of its process and to
 /// at most eight other processes, and each of those relays it the same way on arrival, so
-/// no node sends or receives more than a handful of copies and every node has its copy
-/// after about log8(ranks) network steps (ADR 41 in docs/design/decisions.md).
+/// no process sends more than eight copies over the network (plus one queued per node of
+/// its own), every node receives one, and every node has its copy after about log8(ranks)
+/// network steps (ADR 41 in docs/design/decisions.md).
 ///
 /// Ordering: two broadcasts made by one thread start running on every node in the order
 /// they were made. A broadcast is not ordered with send() or call() from the same thread,
