@@ -28,7 +28,7 @@ constexpr long per_sender = 20000;
 constexpr std::size_t payload_bytes = 4096;  // 80 MB per sender in all
 // Far below what the senders send (80 MB each), far above what the settings allow to pile
 // up (inbox limit 256 x 4 KiB, a window of 64 KiB per rank, a backlog of 1 MiB).
-constexpr long growth_bound_kb = 48 * 1024;
+constexpr long growth_bound_kb = 48L * 1024;
 // Under the sanitizers freed memory is held back (ASan's quarantine, TSan's shadow), so
 // the peak says nothing about roam's queues there: only delivery is checked.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
