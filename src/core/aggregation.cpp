@@ -230,8 +230,8 @@ void append_record(node_id dest, lane_order order, std::uint32_t handler, std::u
   if (need > std::numeric_limits<std::uint32_t>::max() - sizeof(group_header))
     throw usage_error("a channel message of " + std::to_string(size) +
                       " bytes exceeds the 4 GiB limit of a record");
-  // Before the lanes are touched: the wait may run handlers on this thread, which use them.
-  if (is_application_thread() && !on_fiber()) hold_back_application_thread(n, dest);
+  // Before the lanes are touched: a wait ships this thread's open bundles.
+  hold_back_application_thread(n, dest);
   thread_lanes* s = current_node() == &n ? lanes_of_this_thread(n) : nullptr;
   if (!s) {
     // No lanes (aggregation off, a thread of the application): a bundle of one record.

@@ -363,7 +363,7 @@ unsigned workers_of(const node_runtime& n) noexcept { return n.sched().workers()
 // application's code inside it (a lock the caller holds, an iteration under way); the
 // node's workers drain its queue.
 void hold_back_application_thread(node_runtime& from, node_id dest) {
-  if (tl_admitting != 0 || tl_node != &from) return;
+  if (!is_application_thread() || on_fiber() || tl_admitting != 0 || tl_node != &from) return;
   process_runtime& p = from.process();
   const config& cfg = p.settings();
   node_runtime* const local_dest = p.local(dest);
@@ -391,7 +391,7 @@ void post(node_runtime& from, message_ptr m) {
   if (!(h.flags & flag_system)) {
     from.sent.fetch_add(1);
     flush_ordered_lane(from, h.dest);  // what this thread aggregated for dest goes first
-    if (is_application_thread() && !on_fiber()) hold_back_application_thread(from, h.dest);
+    hold_back_application_thread(from, h.dest);
   }
   post_counted(from, std::move(m));
 }

@@ -122,8 +122,9 @@ T read_system_payload(const message& m) {
   return value;
 }
 
-/// Flow control for an application thread (not a handler, not while it admits an arrival)
-/// about to send to `dest`: waits, driving the network but running no handlers, while the process
+/// Flow control before a send to `dest` from `from`: returns at once unless the caller is
+/// an application thread acting for `from` (not a handler, not while it admits an arrival);
+/// such a thread waits, driving the network but running no handlers, while the process
 /// holds more than --roam-send-backlog unsent bytes or `dest`, when in this process, has more than
 /// --roam-inbox-limit arrivals queued.
 void hold_back_application_thread(node_runtime& from, node_id dest);

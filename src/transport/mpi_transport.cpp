@@ -169,7 +169,7 @@ class mpi_transport final : public transport {
       // here keeps FIFO order and skips the queue.
       if (!queued_.load(std::memory_order_acquire) && backlog_.empty() &&
           send_requests_.size() + 2 <= max_requests_in_flight &&
-          credits_.try_take(dest, credits_.cost(m->wire_size()))) {
+          credits_.try_take(dest, m->wire_size())) {
         start_send(m.release());
         complete_sends();
         unlock_progress();
@@ -372,7 +372,7 @@ class mpi_transport final : public transport {
       message* m = backlog_.front();
       backlog_.pop_front();
       const int dest = rank_of(m->header.dest);
-      if (credits_.try_take(dest, credits_.cost(m->wire_size()))) {
+      if (credits_.try_take(dest, m->wire_size())) {
         start_unsent(m);
         did = true;
       } else {
@@ -595,7 +595,7 @@ class mpi_transport final : public transport {
   }
 
   void deliver_from(int source, message_ptr m) {
-    credits_.delivered(source, credits_.cost(m->wire_size()));
+    credits_.delivered(source, m->wire_size());
     deliver_(std::move(m), false);
   }
 

@@ -38,9 +38,10 @@ class send_credits {
 
   // ---- the sending side -------------------------------------------------------------------
 
-  /// Takes the credit for a message of `cost` to `peer`. False when the window lacks it or
-  /// messages to `peer` already wait (they go first).
-  bool try_take(int peer, std::uint64_t cost) {
+  /// Takes the credit for a message of `wire_bytes` to `peer`. False when the window lacks
+  /// it or messages to `peer` already wait (they go first).
+  bool try_take(int peer, std::uint64_t wire_bytes) {
+    const std::uint64_t cost = this->cost(wire_bytes);
     auto it = peers_.find(peer);
     if (it == peers_.end()) {
       peers_.emplace(peer, peer_state{window_ - cost, {}, false});
@@ -94,11 +95,11 @@ class send_credits {
 
   // ---- the receiving side -----------------------------------------------------------------
 
-  /// A message of `cost` from `peer` was handed to its node.
-  void delivered(int peer, std::uint64_t cost) {
+  /// A message of `wire_bytes` from `peer` was handed to its node.
+  void delivered(int peer, std::uint64_t wire_bytes) {
     std::uint64_t& owed = owed_[peer];
     const bool was_due = owed >= window_ / 2;
-    owed += cost;
+    owed += cost(wire_bytes);
     if (!was_due && owed >= window_ / 2) due_.push_back(peer);
   }
   /// Whether some peer is owed a grant of at least half a window.

@@ -56,9 +56,9 @@ struct config {
   /// Flow control between ranks (mpi): bytes one rank may have on their way to another
   /// before the other hands them to its nodes and grants them back. Ranks must agree on it.
   std::uint64_t send_window_bytes = std::uint64_t{256} << 10;
-  /// An application thread that sends waits (running its node's work) while its process
-  /// holds more than this many bytes it could not send yet (mpi: no credit or no request
-  /// slot). Handlers are never held back.
+  /// An application thread that sends waits (driving the network, running no handlers)
+  /// while its process holds more than this many bytes it could not send yet (mpi: no
+  /// credit or no request slot). Handlers are never held back.
   std::uint64_t send_backlog_bytes = std::uint64_t{64} << 20;
   /// Messages queued at a node by other nodes beyond which an application thread sending
   /// to it from the same process waits, and the node's process holds its grants of send
