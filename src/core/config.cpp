@@ -86,6 +86,12 @@ std::vector<setting<config>> core_settings() {
        "messages queued at a node by other nodes beyond which senders to it wait (default "
        "65536)",
        false, store_count<&config::inbox_limit, 16, 1000000000>},
+      {"route-min-nodes", "ROAM_ROUTE_MIN_NODES", "0..4294967295",
+       "jobs of this many nodes or more route channel messages (and direct sends that must "
+       "stay in order with them) through a grid of the nodes: about 2 sqrt(nodes) buffers "
+       "per thread, two steps per message; 0: never (default 0: relays' backlog is not yet "
+       "bounded by flow control, ADR 43)",
+       false, store_count<&config::route_min_nodes, 0, 4294967295u>},
       {"lend-app-thread", "ROAM_LEND_APP_THREAD", "on|off",
        "a waiting application thread runs its node's work (default on)", true,
        store_switch<&config::lend_app_thread>},

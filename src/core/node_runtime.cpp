@@ -1,4 +1,5 @@
 #include "node_runtime.hpp"
+#include "routing.hpp"
 
 #include "broadcast_relay.hpp"
 
@@ -106,6 +107,7 @@ node_runtime::node_runtime(process_runtime& process, node_id id, scheduler::opti
                            std::function<bool()> progress)
     : process_(process), id_(id), scheduler_(*this, opt, std::move(progress)) {
   (void)registered;
+  make_relay_lanes(*this);
   const extension_registry& r = extensions_registered();
   extension_count = r.count;
   try {
@@ -268,6 +270,11 @@ void node_runtime::accept_arrival(message_ptr m) noexcept {
   scheduler_.push_arrival(m.release());
 }
 
+void node_runtime::queue_admitted_arrival(message_ptr m) noexcept {
+  m->execute = &node_runtime::execute;
+  scheduler_.push_arrival(m.release());
+}
+
 void node_runtime::execute(work_item* w) {
   message_ptr m(static_cast<message*>(w));
   node_runtime& self = *tl_node;
@@ -390,8 +397,20 @@ void post(node_runtime& from, message_ptr m) {
           std::to_string(from.size()) + " nodes (" + describe(h) + ")");
   if (!(h.flags & flag_system)) {
     from.sent.fetch_add(1);
-    flush_ordered_lane(from, h.dest);  // what this thread aggregated for dest goes first
     hold_back_application_thread(from, h.dest);
+    // What this thread aggregated for dest goes first: on its path (a routed job), or
+    // shipped before it.
+    if (!(h.flags & flag_broadcast) && routed_elsewhere(from, h.dest)) {
+      // An admission function acts for the node on a thread whose lanes may be in the
+      // middle of shipping: it sends through the node's relay lanes, which the thread's
+      // other messages to dest also pass.
+      if (tl_admitting == 0 && carry_through_lanes(from, m)) return;
+      carry_through_relays(from, m);
+      return;
+    }
+    // Not while admitting: the thread's own lanes may be shipping the very bundle whose
+    // delivery (in this process, on this thread) runs this admission.
+    if (tl_admitting == 0) flush_ordered_lane(from, h.dest);
   }
   post_counted(from, std::move(m));
 }

@@ -39,6 +39,8 @@ class node_runtime {
   void accept_local(message_ptr m) noexcept;
   /// Queues a validated message that arrived from another node.
   void accept_arrival(message_ptr m) noexcept;
+  /// Queues an arrival that its admission already let through.
+  void queue_admitted_arrival(message_ptr m) noexcept;
   /// Runs the handler of a message (work_item::execute of messages).
   static void execute(work_item* w);
   /// What other nodes sent here and no worker has started yet: the injection queue and
@@ -76,6 +78,8 @@ class node_runtime {
   std::mutex lanes_lock;
   std::vector<std::unique_ptr<thread_lanes>> thread_lanes_list;
   ordered_streams streams;  ///< ordered bundles that arrived here, per sender thread
+  /// Lanes relaying routed records on to their nodes (a routed job only; routing.cpp).
+  std::unique_ptr<relay_lanes> relays;
 
   /// States of the registered node extensions (see register_node_extension).
   std::array<void*, most_node_extensions> extensions{};

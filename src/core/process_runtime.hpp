@@ -2,6 +2,7 @@
 #pragma once
 
 #include "node_runtime.hpp"
+#include "route_grid.hpp"
 #include "shutdown_protocol.hpp"
 
 #include <roam/core/config.hpp>
@@ -34,6 +35,10 @@ class process_runtime {
   node_id rank() const noexcept { return transport_->first_local() / transport_->local_count(); }
   node_id rank_of(node_id node) const noexcept { return node / transport_->local_count(); }
   node_id first_node_of(node_id rank) const noexcept { return rank * transport_->local_count(); }
+  /// Channel traffic and direct sends take the grid (--roam-route-min-nodes, ADR 43).
+  bool routes() const noexcept { return routes_; }
+  /// The grid of the job's nodes (routing, route_grid.hpp).
+  const route_grid& grid() const noexcept { return grid_; }
   /// The end of the job (shutdown_protocol.hpp).
   shutdown_protocol& shutdown() noexcept { return *shutdown_; }
 
@@ -51,6 +56,8 @@ class process_runtime {
 
   config config_;
   std::unique_ptr<transport> transport_;
+  bool routes_ = false;
+  route_grid grid_;
   std::vector<std::unique_ptr<node_runtime>> nodes_;
   std::unique_ptr<shutdown_protocol> shutdown_;
   std::thread comm_thread_;

@@ -178,6 +178,7 @@ class mpi_transport final : public transport {
       unlock_progress();
     }
     unsent_bytes_.fetch_add(m->wire_size(), std::memory_order_relaxed);
+    if (m->relayed) relayed_unsent_bytes_.fetch_add(m->wire_size(), std::memory_order_relaxed);
     {
       std::lock_guard guard(out_lock_);
       outgoing_.push_back(m.release());
@@ -279,6 +280,11 @@ class mpi_transport final : public transport {
     // Every peer has drained: nobody needs credit any more.
     closing_ = true;
     while (!waiting_.empty() || live_sends_ > 0) progress();
+  }
+
+  void hold_credit_for_relay(node_id source, std::uint64_t bytes) override {
+    const int from = rank_of(source);
+    if (from != rank_) credits_.withhold(from, credits_.cost(bytes));  // delivering: progress held
   }
 
   std::uint64_t unsent_bytes() const noexcept override {
@@ -391,6 +397,7 @@ class mpi_transport final : public transport {
 
   void start_unsent(message* m) {
     unsent_bytes_.fetch_sub(m->wire_size(), std::memory_order_relaxed);
+    if (m->relayed) relayed_unsent_bytes_.fetch_sub(m->wire_size(), std::memory_order_relaxed);
     start_send(m);
   }
 
@@ -433,6 +440,9 @@ class mpi_transport final : public transport {
       const std::size_t s = new_slot(nullptr, 1, peer, std::move(bytes));
       post_isend(slots_[s].raw.data(), sizeof amount, peer, tag_credit, s);
     };
+    if (credits_.withholds() &&
+        relayed_unsent_bytes_.load(std::memory_order_relaxed) <= credits_.window())
+      credits_.release_withheld();
     if (closing_ || !credits_.owes()) return false;
     if (receiver_overloaded_ && receiver_overloaded_()) return false;
     if (credits_.grants_due()) {
@@ -676,6 +686,7 @@ class mpi_transport final : public transport {
   unsigned busy_rounds_ = 0;  ///< busy progress rounds since everything owed was granted
   std::chrono::steady_clock::time_point quiet_since_{};  ///< no traffic since (else 0)
   std::atomic<std::uint64_t> unsent_bytes_{0};
+  std::atomic<std::uint64_t> relayed_unsent_bytes_{0};  ///< of messages marked `relayed`
   bool closing_ = false;  ///< past the final barrier: no more grants
 };
 

@@ -114,6 +114,33 @@ class send_credits {
     }
     due_.clear();
   }
+  /// Of what is owed to `peer`, keeps up to `amount` back from grants until
+  /// release_withheld() (a relay's records that have not left it yet).
+  void withhold(int peer, std::uint64_t amount) {
+    auto it = owed_.find(peer);
+    if (it == owed_.end()) return;
+    const std::uint64_t kept = std::min(amount, it->second);
+    const bool was_due = it->second >= window_ / 2;
+    it->second -= kept;
+    withheld_[peer] += kept;
+    // due_ lists exactly the peers owed half a window (delivered() adds them once).
+    if (was_due && it->second < window_ / 2)
+      due_.erase(std::remove(due_.begin(), due_.end(), peer), due_.end());
+    if (it->second == 0) owed_.erase(it);
+  }
+  /// Whether some credit is withheld.
+  [[nodiscard]] bool withholds() const noexcept { return !withheld_.empty(); }
+  /// Owes again everything withheld (granted by the next grant_due or grant_all).
+  void release_withheld() {
+    for (const auto& [peer, amount] : withheld_) {
+      std::uint64_t& owed = owed_[peer];
+      const bool was_due = owed >= window_ / 2;
+      owed += amount;
+      if (!was_due && owed >= window_ / 2) due_.push_back(peer);
+    }
+    withheld_.clear();
+  }
+
   /// Whether anything at all is owed (less than half a window included).
   [[nodiscard]] bool owes() const noexcept { return !owed_.empty(); }
   /// Grants everything owed, however little: a receiver does it when its traffic goes
@@ -143,6 +170,7 @@ class send_credits {
   std::size_t stalled_ = 0;
   std::unordered_map<int, std::uint64_t> owed_;  ///< delivered bytes not yet granted back
   std::vector<int> due_;                         ///< peers owed at least half a window
+  std::unordered_map<int, std::uint64_t> withheld_;  ///< owed, kept back (withhold)
 };
 
 }  // namespace roam::detail

@@ -466,8 +466,10 @@ void check_buffer_growth(roam::node_id to, std::uint32_t aggregate_bytes, std::u
     return block * factor - sizeof(roam::detail::message);
   };
   ASSERT_GE(block, aggregate_bytes);
+  // A routed record names its destination too.
+  const std::size_t record = sizeof(long) + roam::detail::record_target_bytes();
   // A stream of twice the largest buffer, without an idle moment: full bundles, doubling.
-  for (std::size_t i = 0; i < std::size_t{2} * growth * block / sizeof(long); ++i) ch(to, 1L);
+  for (std::size_t i = 0; i < std::size_t{2} * growth * block / record; ++i) ch(to, 1L);
   EXPECT_EQ(room(), room_at(growth));
   roam::flush();  // it sent more than the largest bundle holds: stays largest
   EXPECT_EQ(room(), room_at(growth));
@@ -476,7 +478,7 @@ void check_buffer_growth(roam::node_id to, std::uint32_t aggregate_bytes, std::u
   EXPECT_EQ(room(), room_at(1));
   // More than one buffer holds, less than one of twice the size (group headers included):
   // one full bundle, then the rest at the flush; the next bundle holds all of it.
-  for (std::size_t i = 0; i < (room_at(1) + room_at(2)) / 2 / sizeof(long); ++i) ch(to, 1L);
+  for (std::size_t i = 0; i < (room_at(1) + room_at(2)) / 2 / record; ++i) ch(to, 1L);
   roam::flush();
   EXPECT_EQ(room(), room_at(std::min<std::uint32_t>(2, growth)));
 }
@@ -489,6 +491,33 @@ TEST(Channel, BuffersGrowForAStreamAndShrinkAfterAnIdleMoment) {
     roam::call(roam::this_node(), check_buffer_growth, to, cfg.aggregate_bytes,
                cfg.aggregate_growth)
         .get();
+    roam::barrier();
+    roam::wait_quiescence();
+  });
+}
+
+// A thread that sends to every node keeps two lanes per node, or, when its job routes
+// (--roam-route-min-nodes), two per node of its row and column of the grid: about 4 sqrt(P).
+TEST(Channel, ARoutedThreadKeepsLanesForItsRowAndColumnOnly) {
+  const roam::config cfg = roam::config::from_environment();
+  run_everywhere([&cfg] {
+    const std::size_t nodes = roam::num_nodes();
+    const bool routed = cfg.route_min_nodes != 0 && nodes >= cfg.route_min_nodes;
+    const std::size_t lanes = roam::call(roam::this_node(), [] {
+                                auto ch = roam::channel([](long) {});
+                                for (roam::node_id d = 0; d < roam::num_nodes(); ++d) ch(d, 1L);
+                                roam::flush();
+                                return roam::detail::thread_lane_count();
+                              }).get();
+    if (cfg.aggregate_bytes == 0) {
+      EXPECT_EQ(lanes, 0u);
+    } else if (routed) {
+      std::size_t columns = 1;
+      while (columns * columns < nodes) ++columns;
+      EXPECT_EQ(lanes, 2 * (columns + (nodes + columns - 1) / columns));
+    } else {
+      EXPECT_EQ(lanes, 2 * nodes);
+    }
     roam::barrier();
     roam::wait_quiescence();
   });

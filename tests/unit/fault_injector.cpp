@@ -149,14 +149,45 @@ int main(int argc, char** argv) {
         ch(1, 5);
       } else if (mode == "corrupt-bundle") {
         roam::detail::group_header g;  // announces more record bytes than follow it
+        g.target = 1;
         g.handler = id_of_channel_handler();
         g.count = 10;
         g.bytes = 1000;
         roam::detail::send_raw_for_testing(1, bundle_of(g));
       } else if (mode == "bundle-of-plain-handler") {
         roam::detail::group_header g;  // a group for a handler that is no channel's
+        g.target = 1;
         g.handler = id_of_string_handler();
         roam::detail::send_raw_for_testing(1, bundle_of(g));
+      } else if (mode == "group-for-another-node") {
+        roam::detail::group_header g;  // records for node 0 in a bundle to node 1
+        g.target = 0;
+        g.handler = id_of_channel_handler();
+        roam::detail::send_raw_for_testing(1, bundle_of(g));
+      } else if (mode == "carried-not-last") {
+        roam::detail::group_header g;  // two carried messages: only one may end a bundle
+        g.target = 1;
+        g.count = 2;
+        g.record = roam::detail::length_prefixed_records;
+        g.handler = id_of_handler_named("roam.core.carried");
+        roam::detail::send_raw_for_testing(1, bundle_of(g));
+      } else if (mode == "routed-record-astray") {
+        // A routed record (run with ROAM_ROUTE_MIN_NODES=2) naming node 0, its own sender,
+        // in a bundle to node 1: no path from node 0 to node 0 passes node 1.
+        struct {
+          roam::detail::group_header g;
+          std::uint32_t target = 0;
+          std::int32_t value = 7;
+        } bundle;
+        bundle.g.target = roam::detail::per_record_target;
+        bundle.g.count = 1;
+        bundle.g.bytes = 8;
+        bundle.g.record = 4;
+        bundle.g.handler = id_of_channel_handler();
+        auto h = header_for(id_of_handler_named("roam.core.bundle.unordered"), sizeof bundle);
+        h.function = 0;
+        roam::detail::seal(h);
+        roam::detail::send_raw_for_testing(1, wire_bytes(h, &bundle, sizeof bundle));
       } else if (mode == "channel-handler-alone") {
         auto h = header_for(id_of_channel_handler(), 0);  // outside any bundle
         roam::detail::send_raw_for_testing(1, wire_bytes(h, nullptr, 0));

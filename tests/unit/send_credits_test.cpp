@@ -85,6 +85,36 @@ TEST(SendCredits, TheReceiverGrantsHalfAWindowAtOnceAndTheRestWhenQuiet) {
   EXPECT_FALSE(c.grants_due());
 }
 
+// A relay keeps the credit of records it relayed until they have left it (routed
+// aggregation): withheld bytes are granted by neither rule until released, and a peer
+// withheld below half a window is listed as due once, not twice, when it becomes due again
+// (a duplicate entry made grant_due look up a peer it had just forgotten).
+TEST(SendCredits, WithheldCreditIsGrantedOnlyOnceReleased) {
+  send_credits c(1000);
+  std::vector<std::pair<int, std::uint64_t>> grants;
+  auto record = [&](int peer, std::uint64_t amount) { grants.emplace_back(peer, amount); };
+  c.delivered(3, 500);
+  ASSERT_TRUE(c.grants_due());
+  c.withhold(3, 400);  // 100 still owed, below half a window
+  EXPECT_TRUE(c.withholds());
+  EXPECT_FALSE(c.grants_due());
+  c.delivered(3, 450);  // due again: 550
+  ASSERT_TRUE(c.grants_due());
+  c.grant_due(record);
+  ASSERT_EQ(grants.size(), 1u);
+  EXPECT_EQ(grants[0], std::make_pair(3, std::uint64_t{550}));
+  grants.clear();
+  c.grant_all(record);
+  EXPECT_TRUE(grants.empty()) << "withheld credit is not granted when traffic goes quiet";
+  c.withhold(3, 10);  // nothing owed: nothing to withhold
+  c.release_withheld();
+  EXPECT_FALSE(c.withholds());
+  c.grant_all(record);
+  ASSERT_EQ(grants.size(), 1u);
+  EXPECT_EQ(grants[0], std::make_pair(3, std::uint64_t{400}));
+  EXPECT_FALSE(c.owes());
+}
+
 TEST(SendCredits, SenderAndReceiverAgreeOnEveryByte) {
   // A sender and a receiver run against each other: every message sent is delivered, the
   // receiver grants by its rules, and the sender ends with a whole window and no state.

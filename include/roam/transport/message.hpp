@@ -102,6 +102,10 @@ class message : public work_item {
   /// mobile layer's gates). Never sent: 0 on every message built or received, and reset by
   /// post() (a message that leaves its node starts over).
   std::uint8_t local_progress = 0;
+  /// A bundle of records this process relays for other nodes (routed aggregation): the
+  /// transport counts it while it waits to leave (transport::hold_credit_for_relay). Never
+  /// sent.
+  std::uint8_t relayed = 0;
 
  private:
   [[maybe_unused]] std::uint64_t padding_ =

@@ -62,6 +62,18 @@ class transport {
   /// request slot or for the receiver's credit). Any thread; a snapshot.
   virtual std::uint64_t unsent_bytes() const noexcept { return 0; }
 
+  /// Called while the transport delivers an arrival from node `source`, on the thread that
+  /// delivers it: `bytes` of it were relayed on (routed aggregation). Their credit goes back
+  /// to `source` only once the messages marked `relayed` that this process handed to send()
+  /// and that wait to leave it are down to a window: a relay pushes back on the senders
+  /// whose records it relays instead of queueing them without bound. (Relayed bundles are
+  /// the records' last step, whose credit is never held this way, so holding cannot
+  /// deadlock.) No-op where the bytes never met flow control.
+  virtual void hold_credit_for_relay(node_id source, std::uint64_t bytes) {
+    (void)source;
+    (void)bytes;
+  }
+
   /// Used by a dedicated communication thread when idle: returns when a send is queued or
   /// after `max`, whichever comes first.
   virtual void idle_wait(std::chrono::microseconds max) = 0;

@@ -17,6 +17,12 @@
 // messages so travels in a few large bundles (fewer MPI messages, each carrying more),
 // while occasional messages keep small buffers.
 //
+// Routing (route_grid.hpp, ADR 43): in a job of at least --roam-route-above nodes, a
+// thread's lanes lead to the nodes of its row and column of a grid of the nodes, each record
+// names its destination, and the node a bundle reaches relays the records for others as it
+// admits the bundle, through lanes of its own (routing.hpp). A thread then keeps about
+// 2 sqrt(P) lanes, and direct messages follow the records' path (so they keep their order).
+//
 // A bundle is counted for quiescence when it is opened, so quiescence cannot be observed
 // while records wait in a lane; lanes are flushed when full, when their thread finds no
 // work or waits (including a handler that suspends), on roam::flush(), and before a
@@ -37,20 +43,33 @@ class node_runtime;
 
 /// How a group is laid out on the wire: this header, then `bytes` bytes of records.
 struct group_header {
-  std::uint32_t handler = 0;   ///< id of a channel handler
-  std::uint32_t count = 0;     ///< records in the group
-  std::uint32_t bytes = 0;     ///< record bytes after this header
-  std::uint32_t reserved = 0;  ///< 0
+  std::uint32_t handler = 0;  ///< id of a channel handler
+  std::uint32_t count = 0;    ///< records in the group
+  std::uint32_t bytes = 0;    ///< record bytes after this header
+  /// The node the records are for, or per_record_target: each record starts with its
+  /// destination's 4-byte node id (routed lanes, route_grid.hpp).
+  std::uint32_t target = 0;
   std::uint64_t function = 0;  ///< function token of pointer handlers, else 0
+  std::uint32_t origin = 0;    ///< the node that sent the records (not the one relaying them)
+  /// Bytes of each record, or length_prefixed_records: each has a 4-byte length.
+  std::uint32_t record = 0;
+  /// The ordered stream of `origin` the records belong to (its thread's serial), 0 for
+  /// unordered records: a relayed bundle mixes several streams, and its destination keeps
+  /// each one's order apart from the others.
+  std::uint32_t stream = 0;
+  std::uint32_t reserved = 0;  ///< 0
 };
-static_assert(sizeof(group_header) == 24);
+static_assert(sizeof(group_header) == 40);
+inline constexpr std::uint32_t per_record_target = ~0u;
+inline constexpr std::uint32_t length_prefixed_records = ~0u;
 
 /// Ordered lanes keep a thread's messages to one node in order with its direct sends;
 /// unordered ones are not flushed by direct sends (their records may run before or after
 /// the thread's other messages).
 enum class lane_order : unsigned { ordered = 0, unordered = 1 };
 
-/// One thread's aggregation buffer to one destination. Touched only by its thread.
+/// One thread's aggregation buffer to one destination (or, routed, to the next node on the
+/// way to several). Touched only by its thread.
 struct lane {
   std::byte* cursor = nullptr;  ///< where the next record goes (nullptr: no open bundle)
   std::byte* limit = nullptr;   ///< end of the room for records
@@ -60,7 +79,13 @@ struct lane {
   std::byte* group = nullptr;   ///< header of the open group
   message* bundle = nullptr;    ///< the open bundle (owned)
   std::uint32_t burst = 0;      ///< record bytes shipped full since the lane last emptied
+  std::uint32_t target = 0;     ///< group_header::target of the open group
+  node_id origin = 0;           ///< group_header::origin of the open group
+  std::uint32_t record = 0;     ///< group_header::record of the open group
+  std::uint32_t stream = 0;     ///< group_header::stream of the open group
   std::uint8_t growth = 0;      ///< the next bundle's block is aggregate_bytes << growth
+  /// Bytes before each record naming its destination: 4 on a routed lane, else 0.
+  std::uint8_t target_bytes = 0;
 };
 
 /// The calling thread's lane to `dest` on the node it belongs to, or nullptr when the
@@ -85,9 +110,13 @@ inline std::byte* reserve_fixed_record(node_id dest, lane_order order, std::uint
                                        std::uint64_t function) noexcept {
   lane* l = lane_to(dest, order);
   if (l && l->handler == handler && l->function == function &&
-      static_cast<std::size_t>(l->limit - l->cursor) >= Size) {
+      static_cast<std::size_t>(l->limit - l->cursor) >= Size + l->target_bytes) {
     std::byte* at = l->cursor;
-    l->cursor += Size;
+    if (l->target_bytes) {  // a routed lane: the record names its destination
+      std::memcpy(at, &dest, sizeof dest);
+      at += sizeof dest;
+    }
+    l->cursor = at + Size;
     ++l->count;
     return at;
   }
@@ -97,6 +126,14 @@ inline std::byte* reserve_fixed_record(node_id dest, lane_order order, std::uint
 /// Record bytes the calling thread's next bundle to `dest` will hold (0: the thread has no
 /// lanes). For tests of the buffers' growth.
 std::size_t next_bundle_room(node_id dest, lane_order order) noexcept;
+
+/// Bytes each record of the calling thread takes beyond its arguments to name its
+/// destination: 4 when its job routes (its lanes lead to next hops), else 0. For tests.
+std::size_t record_target_bytes() noexcept;
+
+/// Lanes the calling thread has (0: none yet): two per destination, or per grid slot when
+/// its job routes. For tests.
+std::size_t thread_lane_count() noexcept;
 
 /// Ships every open bundle of the calling thread (no-op when it has none).
 void flush_thread_lanes() noexcept;

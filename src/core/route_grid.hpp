@@ -1,0 +1,55 @@
+// The grid that routed channel traffic crosses (--roam-route-above, docs/adr/
+// 043-routed-aggregation.md): the job's P nodes fill a grid of C = ceil(sqrt(P)) columns
+// row by row, and a record goes first along its sender's row to the destination's column,
+// then down that column. So a thread keeps lanes to its row and its column only, about
+// 2 sqrt(P) of them instead of P, and each of those lanes fills with records for a whole
+// column of destinations.
+#pragma once
+
+#include <roam/transport/node_id.hpp>
+
+#include <cstddef>
+
+namespace roam::detail {
+
+struct route_grid {
+  node_id nodes = 1;
+  node_id columns = 1;
+  node_id rows = 1;
+
+  route_grid() = default;
+  explicit route_grid(node_id p) : nodes(p) {
+    while (static_cast<std::size_t>(columns) * columns < p) ++columns;
+    rows = (p + columns - 1) / columns;
+  }
+
+  node_id row(node_id n) const noexcept { return n / columns; }
+  node_id column(node_id n) const noexcept { return n % columns; }
+
+  /// Where a record from `from` for `to` goes next: `to` itself when they share a row or a
+  /// column, else the node of `from`'s row in `to`'s column. When the last row is short and
+  /// has no such node, the node of `to`'s row in `from`'s column (a full row) instead. Two
+  /// steps at most, and a record for one destination always takes the same path.
+  node_id next_hop(node_id from, node_id to) const noexcept {
+    const node_id from_row = row(from), to_row = row(to);
+    const node_id from_column = from - from_row * columns, to_column = to - to_row * columns;
+    if (from_row == to_row || from_column == to_column) return to;
+    const node_id along_row = from_row * columns + to_column;
+    return along_row < nodes ? along_row : to_row * columns + from_column;
+  }
+
+  /// Lane slots of one node: one per node of its row, then one per node of its column.
+  std::size_t slots() const noexcept { return std::size_t{columns} + rows; }
+
+  /// The slot of the lane `from` uses for records to `to` (the slot of next_hop(from, to)).
+  std::size_t slot(node_id from, node_id to) const noexcept {
+    const node_id from_row = row(from), to_row = row(to);
+    const node_id from_column = from - from_row * columns, to_column = to - to_row * columns;
+    if (from_row == to_row) return to_column;
+    if (from_column == to_column) return std::size_t{columns} + to_row;
+    if (from_row * columns + to_column < nodes) return to_column;
+    return std::size_t{columns} + to_row;
+  }
+};
+
+}  // namespace roam::detail
