@@ -5,6 +5,7 @@
 //
 //   ./run bench scale [--json] [--backend inproc|mpi] [--nodes 16,64,256,1024]
 //                     [--ranks 2,4,8,16] [--repeat 15] [--messages 200] [--launcher CMD]
+//                     [--traffic send|channel]
 //
 // - startup_ms: from the roam::run call to the end of the first barrier, on node 0;
 // - broadcast_us: node 0 broadcasts an empty handler and waits until quiescence shows that
@@ -13,6 +14,8 @@
 // - barrier_us: one roam::barrier, seen from node 0;
 // - random_msgs_per_s: every node sends --messages small messages to random nodes, until
 //   all have been handled (barrier_all_handled).
+// The burst and the random round send with roam::send, or (--traffic channel) through a
+// channel, whose aggregation buffers are what --roam-route-min-nodes changes (ADR 43).
 // One worker per node unless ROAM_THREADS says otherwise; other ROAM_* settings apply too.
 // Latencies are medians of --repeat tries. The fitted exponent of a column is the slope of
 // log(value) against log(P) by least squares, over all sizes and over those from 64 on.
@@ -67,7 +70,7 @@ double rss_per_node_kb() {
 }
 
 /// Measures one size (this process is one of the job's) and prints it as a ROW line.
-int measure(const std::string& backend, long nodes, int repeat, long messages) {
+int measure(const std::string& backend, long nodes, int repeat, long messages, bool channel) {
   roam::config cfg = roam::config::from_environment();  // ROAM_* settings apply
   cfg.transport = backend == "mpi" ? roam::transport_kind::mpi : roam::transport_kind::inproc;
   if (backend != "mpi") cfg.nodes = static_cast<roam::node_id>(nodes);
@@ -106,16 +109,22 @@ int measure(const std::string& backend, long nodes, int repeat, long messages) {
       barrier.push_back(microseconds_since(t));
     }
 
+    auto to_nothing = roam::channel(nothing);
+    auto message_to = [&](roam::node_id d) {
+      if (channel)
+        to_nothing(d);
+      else
+        roam::send(d, nothing);
+    };
     // The burst: one message from every node to every node.
-    for (roam::node_id d = 0; d < all; ++d) roam::send(d, nothing);
+    for (roam::node_id d = 0; d < all; ++d) message_to(d);
     roam::barrier_all_handled();
     const double after = rss_per_node_kb();
 
     std::mt19937_64 rng(roam::this_node() + 1);
     roam::barrier();
     const auto t = clock_type::now();
-    for (long i = 0; i < messages; ++i)
-      roam::send(static_cast<roam::node_id>(rng() % all), nothing);
+    for (long i = 0; i < messages; ++i) message_to(static_cast<roam::node_id>(rng() % all));
     roam::barrier_all_handled();
     const double seconds = microseconds_since(t) / 1e6;
     if (first) {
@@ -174,6 +183,7 @@ int main(int argc, char** argv) {
   long messages = 200;
   long size = 0;
   std::string launcher = "mpiexec --oversubscribe --bind-to none";
+  std::string traffic = "send";
   roam_bench::options options("scale");
   options.flag("--json", json, "print one JSON object as the last line")
       .choice("--backend", backend, {"inproc", "mpi"},
@@ -183,10 +193,12 @@ int main(int argc, char** argv) {
       .add("--repeat", repeat, "tries per latency (the median is reported)")
       .add("--messages", messages, "random messages per node")
       .add("--launcher", launcher, "mpi: the command that starts a job (before -n RANKS)")
+      .choice("--traffic", traffic, {"send", "channel"},
+              "the burst and random messages: roam::send, or a channel")
       .flag("--measure-one", one, "internal: measure the size of this process or job")
       .add("--size", size, "internal: the number of nodes for --measure-one (inproc)");
   options.parse(argc, argv);
-  if (one) return measure(backend, size, repeat, messages);
+  if (one) return measure(backend, size, repeat, messages, traffic == "channel");
 
   char self[4096];
   const ssize_t length = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -196,7 +208,8 @@ int main(int argc, char** argv) {
   }
   self[length] = '\0';
   const std::string common = " --measure-one --backend " + backend + " --repeat " +
-                             std::to_string(repeat) + " --messages " + std::to_string(messages);
+                             std::to_string(repeat) + " --messages " + std::to_string(messages) +
+                             " --traffic " + traffic;
   std::vector<row> rows;
   for (long p : backend == "mpi" ? ranks : nodes) {
     std::string command = backend == "mpi" ? launcher + " -n " + std::to_string(p) + " " : "";
@@ -212,8 +225,8 @@ int main(int argc, char** argv) {
     rows.push_back(r);
   }
 
-  std::printf("scale (%s; one worker per node; latencies are medians of %d)\n", backend.c_str(),
-              repeat);
+  std::printf("scale (%s; %s traffic; one worker per node; latencies are medians of %d)\n",
+              backend.c_str(), traffic.c_str(), repeat);
   std::printf("%8s %12s %12s %11s %13s %14s %11s %14s\n", "nodes", "idle KB/node", "KB/node",
               "startup ms", "broadcast us", "quiescence us", "barrier us", "random msg/s");
   for (const row& r : rows)
