@@ -687,7 +687,7 @@ class mpi_transport final : public transport {
   std::chrono::steady_clock::time_point quiet_since_{};  ///< no traffic since (else 0)
   std::atomic<std::uint64_t> unsent_bytes_{0};
   std::atomic<std::uint64_t> relayed_unsent_bytes_{0};  ///< of messages marked `relayed`
-  bool closing_ = false;  ///< past the final barrier: no more grants
+  bool closing_ = false;                                ///< past the final barrier: no more grants
 };
 
 }  // namespace

@@ -168,8 +168,8 @@ class send_credits {
   std::unordered_map<int, peer_state> peers_;  ///< peers with credit in use
   std::deque<int> ready_;                      ///< peers whose waiting messages may go
   std::size_t stalled_ = 0;
-  std::unordered_map<int, std::uint64_t> owed_;  ///< delivered bytes not yet granted back
-  std::vector<int> due_;                         ///< peers owed at least half a window
+  std::unordered_map<int, std::uint64_t> owed_;      ///< delivered bytes not yet granted back
+  std::vector<int> due_;                             ///< peers owed at least half a window
   std::unordered_map<int, std::uint64_t> withheld_;  ///< owed, kept back (withhold)
 };
 
