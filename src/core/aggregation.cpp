@@ -377,10 +377,7 @@ bool carry_through_lanes(node_runtime& from, message_ptr& m) {
   const node_id to = s->grid.next_hop(from.id(), dest);
   if (to == dest) return false;  // a node of its row or column: the records' path too
   const std::size_t index = s->index_of(dest, lane_order::ordered);
-  const std::size_t bytes = sizeof(message_header) + m->header.payload_size;
-  if (bytes >
-      std::numeric_limits<std::uint32_t>::max() - sizeof(group_header) - 2 * sizeof(node_id))
-    return false;  // too large for a record: the message cannot be carried, and goes direct
+  const std::size_t bytes = m->wire_size();  // at most largest_carried_message (post())
   const group_key key{id_of(carried_message_handler), 0,        per_record_target, from.id(),
                       length_prefixed_records,        s->serial};
   std::byte* at = make_room(*s, index, to, lane_order::ordered, key,
@@ -402,6 +399,10 @@ std::size_t next_bundle_room(node_id dest, lane_order order) noexcept {
   const thread_lanes* s = tl_lanes;
   if (!s || dest >= s->destinations) return 0;
   return s->room(s->lanes[s->index_of(dest, order)].growth);
+}
+
+bool is_bundle_handler(std::uint32_t id) noexcept {
+  return id == ordered_bundle_handler.id || id == unordered_bundle_handler.id;
 }
 
 std::size_t record_target_bytes() noexcept {

@@ -102,6 +102,9 @@ struct ordered_streams {
   std::atomic<std::size_t> held_bundles{0};
 };
 
+/// Whether `id` is one of the two bundle handlers.
+bool is_bundle_handler(std::uint32_t id) noexcept;
+
 /// Admission of an ordered bundle into its stream (source node, sender serial): true when
 /// an earlier bundle of the stream is queued or running, and this one is held until it ends;
 /// false when it may run now (the caller queues it).

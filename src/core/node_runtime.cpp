@@ -396,11 +396,16 @@ void post(node_runtime& from, message_ptr m) {
     fatal("message for node " + std::to_string(h.dest) + " but the job has " +
           std::to_string(from.size()) + " nodes (" + describe(h) + ")");
   if (!(h.flags & flag_system)) {
+    const bool carried = !(h.flags & flag_broadcast) && routed_elsewhere(from, h.dest);
+    if (carried && m->wire_size() > largest_carried_message)  // before it is counted
+      throw usage_error("a message of " + std::to_string(m->wire_size()) + " bytes to node " +
+                        std::to_string(h.dest) +
+                        " is larger than a routed job carries (4 GiB; --roam-route-min-nodes)");
     from.sent.fetch_add(1);
     hold_back_application_thread(from, h.dest);
     // What this thread aggregated for dest goes first: on its path (a routed job), or
     // shipped before it.
-    if (!(h.flags & flag_broadcast) && routed_elsewhere(from, h.dest)) {
+    if (carried) {
       // An admission function acts for the node on a thread whose lanes may be in the
       // middle of shipping: it sends through the node's relay lanes, which the thread's
       // other messages to dest also pass.

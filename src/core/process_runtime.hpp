@@ -39,6 +39,9 @@ class process_runtime {
   bool routes() const noexcept { return routes_; }
   /// The grid of the job's nodes (routing, route_grid.hpp).
   const route_grid& grid() const noexcept { return grid_; }
+  /// A node that relays records holds their senders' credit until they have left it
+  /// (transport::hold_credit_for_relay): only where that cannot deadlock (ADR 43).
+  bool relay_holds_credit() const noexcept { return relay_holds_credit_; }
   /// The end of the job (shutdown_protocol.hpp).
   shutdown_protocol& shutdown() noexcept { return *shutdown_; }
 
@@ -57,6 +60,7 @@ class process_runtime {
   config config_;
   std::unique_ptr<transport> transport_;
   bool routes_ = false;
+  bool relay_holds_credit_ = false;
   route_grid grid_;
   std::vector<std::unique_ptr<node_runtime>> nodes_;
   std::unique_ptr<shutdown_protocol> shutdown_;

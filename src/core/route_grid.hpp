@@ -1,5 +1,5 @@
-// The grid that routed channel traffic crosses (--roam-route-above, docs/adr/
-// 043-routed-aggregation.md): the job's P nodes fill a grid of C = ceil(sqrt(P)) columns
+// The grid that routed channel traffic crosses (--roam-route-min-nodes, ADR 43 in
+// docs/design/decisions.md): the job's P nodes fill a grid of C = ceil(sqrt(P)) columns
 // row by row, and a record goes first along its sender's row to the destination's column,
 // then down that column. So a thread keeps lanes to its row and its column only, about
 // 2 sqrt(P) of them instead of P, and each of those lanes fills with records for a whole
@@ -36,6 +36,15 @@ struct route_grid {
     if (from_row == to_row || from_column == to_column) return to;
     const node_id along_row = from_row * columns + to_column;
     return along_row < nodes ? along_row : to_row * columns + from_column;
+  }
+
+  /// Whether a relay may hold back the send credit of the records it relays until they have
+  /// left it (ADR 43) when each rank hosts `nodes_per_rank` consecutive nodes: credit is
+  /// per pair of ranks, so holding is safe only where no rank waits, through its relayed
+  /// records' last step, for a rank that holds its credit. That is so with one node per
+  /// rank, or when ranks hold whole rows or parts of one row (route_grid_test checks it).
+  bool relays_may_hold_credit(node_id nodes_per_rank) const noexcept {
+    return nodes_per_rank == 1 || columns % nodes_per_rank == 0 || nodes_per_rank % columns == 0;
   }
 
   /// Lane slots of one node: one per node of its row, then one per node of its column.

@@ -92,8 +92,12 @@ message_ptr carried_message(node_runtime& here, node_id origin, const std::byte*
       (std::memcpy(&length, data, sizeof length), length != bytes - sizeof length))
     throw deserialization_error("a carried message is truncated");
   std::memcpy(&h, data + sizeof length, sizeof h);
+  // A message of a handler of its own, not a bundle (or anything else that travels only
+  // inside one): it would run the routing again, for credit nobody spent.
+  const handler_entry* e = handler_registry::find(h.handler);
   if (h.payload_size != length - sizeof h || h.dest != here.id() || h.source != origin ||
-      (h.flags & ~all_flags) || (h.flags & (flag_system | flag_broadcast)))
+      (h.flags & ~all_flags) || (h.flags & (flag_system | flag_broadcast)) || !e || !e->invoke ||
+      is_bundle_handler(h.handler))
     throw deserialization_error("a carried message's header (handler #" +
                                 std::to_string(h.handler) + ", node " + std::to_string(h.source) +
                                 " -> node " + std::to_string(h.dest) + ") does not fit its record");
@@ -194,10 +198,7 @@ bool admit_routed_bundle(node_runtime& here, message_ptr& m, lane_order order) {
     relay_lanes& relays = *here.relays;
     bool relayed = false;
     // Taken at the first record to relay, and held to the bundle's end: its records stay
-    // together and in order in the relay lanes. Never taken for a bundle that only brings
-    // records here, which is what shipping a relay lane delivers (in one process, on the
-    // thread that ships it, holding its node's lock): two nodes relaying to each other
-    // would otherwise each wait for the other's lock.
+    // together and in order in the relay lanes. (Nothing is sent under it: send_relayed.)
     std::unique_lock<std::mutex> guard(relays.lock, std::defer_lock);
     const std::byte* p = m->payload();
     std::size_t left = h.payload_size;
@@ -334,7 +335,8 @@ bool admit_routed_bundle(node_runtime& here, message_ptr& m, lane_order order) {
   // Their sender gets their credit back once they have left this process: relays push back
   // on whoever fills them. (Records relayed on their last step, and those a node sends
   // through its own relay lanes, are never held: the last step's credit always comes back.)
-  if (first_step_bytes != 0 && !here.process().local(h.source))
+  if (first_step_bytes != 0 && here.process().relay_holds_credit() &&
+      !here.process().local(h.source))
     here.process().net().hold_credit_for_relay(h.source, first_step_bytes);
   // One bundle in, one per stream out: counted as sent before the bundle counts as handled,
   // so quiescence never sees them missing.

@@ -27,6 +27,9 @@ extern handler_entry carried_message_handler;
 /// deserialization_error for a record that cannot have come this way.
 bool admit_routed_bundle(node_runtime& here, message_ptr& m, lane_order order);
 
+/// The largest message (header and payload) a record can carry: its length is 4 bytes.
+inline constexpr std::uint64_t largest_carried_message = 0xffffffffu - 64;
+
 /// In a routed job: `dest` is outside `from`'s row and column (traffic takes a relay).
 bool routed_elsewhere(node_runtime& from, node_id dest) noexcept;
 

@@ -103,19 +103,19 @@ process_runtime::process_runtime(const config& cfg) : config_(cfg) {
                                             deliver)
                        : make_inproc_transport(inproc_nodes(cfg), deliver);
 
+  // Routing needs lanes to route through; without aggregation every message goes direct.
+  routes_ = cfg.route_min_nodes != 0 && size() >= cfg.route_min_nodes && cfg.aggregate_bytes != 0;
+  grid_ = route_grid(size());
+  relay_holds_credit_ = routes_ && grid_.relays_may_hold_credit(transport_->local_count());
   std::string fingerprint =
       handler_registry::fingerprint() + module_fingerprint() + extensions_fingerprint() +
       "setting frame-payload-bytes " + std::to_string(cfg.frame_payload_bytes()) +
       " (--roam-inline-bytes, --roam-aggregate-bytes, --roam-aggregate-growth)\n" +
       "setting nodes-per-rank " + std::to_string(cfg.nodes_per_rank) +
       " (--roam-nodes-per-rank)\n" + "setting send-window " +
-      std::to_string(cfg.send_window_bytes) + " (--roam-send-window)\n" +
-      "setting route-min-nodes " + std::to_string(cfg.route_min_nodes) +
-      " (--roam-route-min-nodes)\n";
+      std::to_string(cfg.send_window_bytes) + " (--roam-send-window)\n" + "routing " +
+      (routes_ ? "on" : "off") + " (--roam-route-min-nodes, --roam-aggregate-bytes)\n";
   transport_->validate_fingerprint(fingerprint);
-  // Routing needs lanes to route through; without aggregation every message goes direct.
-  routes_ = cfg.route_min_nodes != 0 && size() >= cfg.route_min_nodes && cfg.aggregate_bytes != 0;
-  grid_ = route_grid(size());
 
   scheduler::options opt;
   opt.workers = default_workers(cfg, *transport_, transport_->processes_on_host());

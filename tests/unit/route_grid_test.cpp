@@ -59,4 +59,50 @@ TEST(RouteGrid, AShortLastRowTakesTheColumnFirst) {
   EXPECT_EQ(g.next_hop(0, 4), 1u);  // along row 0 to column 1, then down
 }
 
+// Whether, with `per_rank` nodes per rank, some ranks could wait for each other forever if
+// relays held credit: rank X waits for rank Y when X relays records on their last step to Y
+// (they need Y's credit) while Y relays first steps from X (and holds X's credit until they
+// leave Y). A cycle of such waits is a possible deadlock.
+bool holding_could_deadlock(node_id nodes, node_id per_rank) {
+  const route_grid g(nodes);
+  const node_id ranks = (nodes + per_rank - 1) / per_rank;
+  std::vector<std::set<node_id>> holds(ranks), last_steps_to(ranks);
+  for (node_id from = 0; from < nodes; ++from)
+    for (node_id to = 0; to < nodes; ++to) {
+      const node_id hop = g.next_hop(from, to);
+      if (hop == to) continue;
+      if (from / per_rank != hop / per_rank) holds[hop / per_rank].insert(from / per_rank);
+      if (hop / per_rank != to / per_rank) last_steps_to[hop / per_rank].insert(to / per_rank);
+    }
+  // Depth-first search for a cycle in "x waits for y".
+  std::vector<int> state(ranks, 0);  // 0 new, 1 on the path, 2 done
+  auto cyclic = [&](auto&& self, node_id x) -> bool {
+    state[x] = 1;
+    for (node_id y : last_steps_to[x]) {
+      if (!holds[y].count(x)) continue;
+      if (state[y] == 1 || (state[y] == 0 && self(self, y))) return true;
+    }
+    state[x] = 2;
+    return false;
+  };
+  for (node_id x = 0; x < ranks; ++x)
+    if (state[x] == 0 && cyclic(cyclic, x)) return true;
+  return false;
+}
+
+TEST(RouteGrid, RelaysHoldCreditOnlyWhereNoRanksCanWaitForEachOther) {
+  // Mixed mode with 2 nodes on each of 3 ranks: two ranks relay for each other (found by
+  // the review of ADR 43), so relays must not hold credit there.
+  ASSERT_TRUE(holding_could_deadlock(6, 2));
+  EXPECT_FALSE(route_grid(6).relays_may_hold_credit(2));
+  for (node_id per_rank = 1; per_rank <= 6; ++per_rank)
+    for (node_id ranks = 1; ranks <= 40; ++ranks) {
+      const node_id nodes = ranks * per_rank;
+      if (route_grid(nodes).relays_may_hold_credit(per_rank)) {
+        EXPECT_FALSE(holding_could_deadlock(nodes, per_rank))
+            << ranks << " ranks of " << per_rank << " nodes";
+      }
+    }
+}
+
 }  // namespace

@@ -65,9 +65,10 @@ struct config {
   /// credit (so that other ranks' senders wait too).
   std::uint32_t inbox_limit = 65536;
   /// Jobs of at least this many nodes route channel traffic through a grid of the nodes
-  /// (docs/adr/043-routed-aggregation.md): a thread keeps about 2 sqrt(P) aggregation
-  /// buffers instead of P, records take two steps, and direct sends from the job's threads
-  /// to nodes outside their row and column follow them. 0: never. Ranks must agree on it.
+  /// (ADR 43, docs/guide/aggregation.md): a thread keeps about 4 sqrt(P) aggregation
+  /// buffers instead of 2P, records take two steps, and direct sends to nodes outside the
+  /// sender's row and column follow them. 0: never (the default: on this machine it costs
+  /// throughput at every size, docs/performance.md). Ranks must agree on it.
   std::uint32_t route_min_nodes = 0;
   /// A waiting application thread runs its node's work (on), or only waits (off).
   bool lend_app_thread = true;

@@ -17,7 +17,7 @@
 // messages so travels in a few large bundles (fewer MPI messages, each carrying more),
 // while occasional messages keep small buffers.
 //
-// Routing (route_grid.hpp, ADR 43): in a job of at least --roam-route-above nodes, a
+// Routing (route_grid.hpp, ADR 43): in a job of at least --roam-route-min-nodes nodes, a
 // thread's lanes lead to the nodes of its row and column of a grid of the nodes, each record
 // names its destination, and the node a bundle reaches relays the records for others as it
 // admits the bundle, through lanes of its own (routing.hpp). A thread then keeps about
