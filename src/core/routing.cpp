@@ -125,6 +125,27 @@ void append(std::vector<std::byte>& to, const void* data, std::size_t bytes) {
   to.insert(to.end(), p, p + bytes);
 }
 
+// Where records for this node go: a relayed bundle's piece of one stream, or, for a bundle
+// straight from its sender (one stream), the bundle's own bytes: what stays is never longer
+// than what it replaces, and it is written behind the reading.
+struct local_sink {
+  std::vector<std::byte>* buffer = nullptr;
+  std::byte* start = nullptr;  ///< in place (buffer null)
+  std::byte* end = nullptr;
+  std::size_t size() const noexcept {
+    return buffer ? buffer->size() : static_cast<std::size_t>(end - start);
+  }
+  std::byte* data() noexcept { return buffer ? buffer->data() : start; }
+  void add(const void* data, std::size_t bytes) {
+    if (buffer) {
+      append(*buffer, data, bytes);
+    } else {
+      std::memmove(end, data, bytes);
+      end += bytes;
+    }
+  }
+};
+
 }  // namespace
 
 namespace {
@@ -191,6 +212,14 @@ bool admit_routed_bundle(node_runtime& here, message_ptr& m, lane_order order) {
   const std::uint32_t carried = id_of(carried_message_handler);
   const std::uint32_t sender_stream = ordered ? static_cast<std::uint32_t>(h.reply_to) : 0;
   std::vector<piece> pieces;
+  local_sink in_place{nullptr, m->payload(), m->payload()};
+  local_sink a_piece;
+  // The sink of the records for this node of (origin, stream): valid for one group.
+  auto sink_of = [&](node_id origin, std::uint32_t stream) -> local_sink& {
+    if (!relayed_here) return in_place;
+    a_piece = local_sink{&piece_of(pieces, origin, stream).bytes};
+    return a_piece;
+  };
   message_ptr carried_here;
   bool relayed_any = false;
   std::uint64_t first_step_bytes = 0;  // relayed records that came straight from their sender
@@ -248,9 +277,7 @@ bool admit_routed_bundle(node_runtime& here, message_ptr& m, lane_order order) {
                 "a carried message that is not the last record of its bundle (corrupt bundle)");
           carried_here = carried_message(here, g.origin, p + sizeof g, g.bytes);
         } else {
-          append(ordered ? piece_of(pieces, g.origin, g.stream).bytes
-                         : piece_of(pieces, h.source, 0).bytes,
-                 p, sizeof g + g.bytes);
+          (ordered ? sink_of(g.origin, g.stream) : sink_of(h.source, 0)).add(p, sizeof g + g.bytes);
         }
         p += sizeof g + g.bytes;
         left -= sizeof g + g.bytes;
@@ -261,7 +288,7 @@ bool admit_routed_bundle(node_runtime& here, message_ptr& m, lane_order order) {
       p += sizeof g;
       left -= sizeof g;
       const std::byte* const end = p + g.bytes;
-      std::vector<std::byte>* mine = nullptr;  // this node's records, as a plain group
+      local_sink* mine = nullptr;  // this node's records, as a plain group
       std::size_t mine_at = 0;
       group_header plain = g;
       plain.target = self;
@@ -293,11 +320,11 @@ bool admit_routed_bundle(node_runtime& here, message_ptr& m, lane_order order) {
           if (g.handler == carried)  // its sender carries only what goes through another node
             throw deserialization_error(record_problem(h, g.handler, "carries a message here"));
           if (!mine) {
-            mine = &piece_of(pieces, h.source, sender_stream).bytes;
+            mine = &sink_of(h.source, sender_stream);
             mine_at = mine->size();
-            append(*mine, &plain, sizeof plain);
+            mine->add(&plain, sizeof plain);
           }
-          append(*mine, record, bytes);
+          mine->add(record, bytes);
           ++plain.count;
           continue;
         }
@@ -338,6 +365,15 @@ bool admit_routed_bundle(node_runtime& here, message_ptr& m, lane_order order) {
   if (first_step_bytes != 0 && here.process().relay_holds_credit() &&
       !here.process().local(h.source))
     here.process().net().hold_credit_for_relay(h.source, first_step_bytes);
+  if (!relayed_here) {  // what stays here is the bundle itself, rewritten in place
+    if (in_place.size() != 0) {
+      m->header.payload_size = in_place.size();
+      return false;
+    }
+    here.handled.fetch_add(1);  // counted when sent; relayed whole
+    m.reset();
+    return true;
+  }
   // One bundle in, one per stream out: counted as sent before the bundle counts as handled,
   // so quiescence never sees them missing.
   here.sent.fetch_add(pieces.size());
