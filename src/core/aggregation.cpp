@@ -223,10 +223,9 @@ thread_lanes* lanes_of_this_thread(node_runtime& n) {
   // the job waits for it; its records ship at once.
   if (current_worker() < 0 && !is_application_thread()) return nullptr;
   auto s = std::make_unique<thread_lanes>();
-  s->routed = n.process().routes();
-  shape_lane_set(*s, n, s->routed);
+  shape_lane_set(*s, n, n.process().routes());
   s->destinations = n.size();
-  if (s->routed)
+  if (s->routed())
     for (lane& l : s->lanes) l.target_bytes = sizeof(node_id);
   tl_lanes = s.get();
   std::lock_guard guard(n.lanes_lock);
@@ -358,12 +357,12 @@ void append_record(node_id dest, lane_order order, std::uint32_t handler, std::u
     post_counted(n, std::move(m));
     return;
   }
-  const group_key key{handler, function, s->routed ? per_record_target : dest,
+  const group_key key{handler, function, s->routed() ? per_record_target : dest,
                       n.id(),  kind,     order == lane_order::ordered ? s->serial : 0};
-  const node_id to = s->routed ? s->grid.next_hop(n.id(), dest) : dest;
+  const node_id to = s->routed() ? s->grid.next_hop(n.id(), dest) : dest;
   std::byte* at =
       make_room(*s, s->index_of(dest, order), to, order, key, s->lanes[0].target_bytes + need);
-  if (s->routed) {
+  if (s->routed()) {
     std::memcpy(at, &dest, sizeof dest);
     at += sizeof dest;
   }
@@ -373,23 +372,17 @@ void append_record(node_id dest, lane_order order, std::uint32_t handler, std::u
 bool carry_through_lanes(node_runtime& from, message_ptr& m) {
   const node_id dest = m->header.dest;
   thread_lanes* s = current_node() == &from ? lanes_of_this_thread(from) : nullptr;
-  if (!s || !s->routed) return false;
+  if (!s || !s->routed()) return false;
   const node_id to = s->grid.next_hop(from.id(), dest);
   if (to == dest) return false;  // a node of its row or column: the records' path too
   const std::size_t index = s->index_of(dest, lane_order::ordered);
-  const std::size_t bytes = m->wire_size();  // at most largest_carried_message (post())
+  const std::size_t bytes = carried_record_bytes(*m);
   const group_key key{id_of(carried_message_handler), 0,        per_record_target, from.id(),
                       length_prefixed_records,        s->serial};
-  std::byte* at = make_room(*s, index, to, lane_order::ordered, key,
-                            sizeof(node_id) + sizeof(std::uint32_t) + bytes, 1, /*alone=*/true);
+  std::byte* at = make_room(*s, index, to, lane_order::ordered, key, sizeof(node_id) + bytes, 1,
+                            /*alone=*/true);
   std::memcpy(at, &dest, sizeof dest);
-  at += sizeof dest;
-  const auto length = static_cast<std::uint32_t>(bytes);
-  std::memcpy(at, &length, sizeof length);
-  at += sizeof length;
-  std::memcpy(at, &m->header, sizeof(message_header));
-  if (m->header.payload_size)
-    std::memcpy(at + sizeof(message_header), m->payload(), m->header.payload_size);
+  write_carried_record(at + sizeof dest, *m);
   ship_lane(*s, index);  // a direct message does not wait in a buffer
   m.reset();
   return true;
@@ -407,7 +400,7 @@ bool is_bundle_handler(std::uint32_t id) noexcept {
 
 std::size_t record_target_bytes() noexcept {
   const thread_lanes* s = tl_lanes;
-  return s && s->routed ? sizeof(node_id) : 0;
+  return s && s->routed() ? sizeof(node_id) : 0;
 }
 
 std::size_t thread_lane_count() noexcept { return tl_lanes ? tl_lanes->lanes.size() : 0; }

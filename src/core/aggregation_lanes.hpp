@@ -41,7 +41,8 @@ struct lane_set {
 /// the node (freed with it).
 struct thread_lanes : lane_set {
   node_id destinations = 0;  ///< nodes of the job
-  bool routed = false;       ///< records name their destination and go to next_hop()
+  /// Routed (by_slot): records name their destination and go to next_hop().
+  bool routed() const noexcept { return by_slot; }
 };
 
 /// The lanes through which a node of a routed job relays records (routing.cpp): one

@@ -173,19 +173,18 @@ bool routed_elsewhere(node_runtime& from, node_id dest) noexcept {
   return from.relays && from.process().grid().next_hop(from.id(), dest) != dest;
 }
 
+void write_carried_record(std::byte* at, const message& m) noexcept {
+  const auto length = static_cast<std::uint32_t>(m.wire_size());  // post() checked the size
+  std::memcpy(at, &length, sizeof length);
+  std::memcpy(at + sizeof length, &m.header, m.wire_size());  // header and payload: one block
+}
+
 void carry_through_relays(node_runtime& from, message_ptr& m) {
-  const std::size_t bytes = sizeof(message_header) + m->header.payload_size;
-  const auto length = static_cast<std::uint32_t>(bytes);
   send_through_relays(from, m->header.dest, lane_order::ordered,
                       group_key{id_of(carried_message_handler), 0, m->header.dest, from.id(),
                                 length_prefixed_records, 0},
-                      sizeof length + bytes, [&](std::byte* at) {
-                        std::memcpy(at, &length, sizeof length);
-                        std::memcpy(at + sizeof length, &m->header, sizeof(message_header));
-                        if (m->header.payload_size)
-                          std::memcpy(at + sizeof length + sizeof(message_header), m->payload(),
-                                      m->header.payload_size);
-                      });
+                      carried_record_bytes(*m),
+                      [&](std::byte* at) { write_carried_record(at, *m); });
   m.reset();
 }
 
@@ -221,7 +220,7 @@ bool admit_routed_bundle(node_runtime& here, message_ptr& m, lane_order order) {
     return a_piece;
   };
   message_ptr carried_here;
-  bool relayed_any = false;
+  bool relayed_any = false;            // took the relay lanes' lock
   std::uint64_t first_step_bytes = 0;  // relayed records that came straight from their sender
   {
     relay_lanes& relays = *here.relays;
@@ -244,10 +243,7 @@ bool admit_routed_bundle(node_runtime& here, message_ptr& m, lane_order order) {
           throw deserialization_error(record_problem(
               h, g.handler,
               ("is for node " + std::to_string(g.target) + ", not reached this way").c_str()));
-        if (!guard.owns_lock()) {
-          guard.lock();
-          relayed_any = true;
-        }
+        if (!guard.owns_lock()) guard.lock();
         const std::size_t index = relays.index_of(g.target, order);
         std::memcpy(
             make_room(relays, index, g.target, order,
@@ -328,10 +324,7 @@ bool admit_routed_bundle(node_runtime& here, message_ptr& m, lane_order order) {
           ++plain.count;
           continue;
         }
-        if (!guard.owns_lock()) {
-          guard.lock();
-          relayed_any = true;
-        }
+        if (!guard.owns_lock()) guard.lock();
         const std::size_t index = relays.index_of(to, order);
         std::memcpy(make_room(relays, index, to, order,
                               group_key{g.handler, g.function, to, g.origin, g.record, g.stream},
@@ -357,6 +350,7 @@ bool admit_routed_bundle(node_runtime& here, message_ptr& m, lane_order order) {
       relays.flush_queued = true;
       here.accept_local(make_system_message(self, relay_flush_handler, nullptr, 0));
     }
+    relayed_any = guard.owns_lock();  // what it put in the relay lanes goes now
   }
   if (relayed_any) send_relayed(here);
   // Their sender gets their credit back once they have left this process: relays push back

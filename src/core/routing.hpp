@@ -30,6 +30,13 @@ bool admit_routed_bundle(node_runtime& here, message_ptr& m, lane_order order);
 /// The largest message (header and payload) a record can carry: its length is 4 bytes.
 inline constexpr std::uint64_t largest_carried_message = 0xffffffffu - 64;
 
+/// Bytes of the record that carries `m` (its length, then the message), and the writer of
+/// that record: what carried_message() reads back on arrival.
+inline std::size_t carried_record_bytes(const message& m) noexcept {
+  return sizeof(std::uint32_t) + m.wire_size();
+}
+void write_carried_record(std::byte* at, const message& m) noexcept;
+
 /// In a routed job: `dest` is outside `from`'s row and column (traffic takes a relay).
 bool routed_elsewhere(node_runtime& from, node_id dest) noexcept;
 
