@@ -37,7 +37,10 @@ constexpr std::uint32_t no_handler = ~0u;
 
 struct fiber {
   ctx::fcontext_t context = nullptr;  // where it continues when switched to
-  std::byte* stack = nullptr;         // mapping, guard page at the low end
+  // Its context was made for a worker loop, or it ran one and was abandoned with the loop's
+  // frames on its stack: its context (and shadow memory) are made afresh before reuse.
+  bool needs_fresh_context = false;
+  std::byte* stack = nullptr;  // mapping, guard page at the low end
   std::size_t stack_bytes = 0;
   work_item* item = nullptr;  // what to run next (idle fibers)
   work_item resume;           // queued on its node to resume it
@@ -94,22 +97,45 @@ struct switch_request {
   bool done;                    // finished its item: back to the idle pool
   void (*park)(fiber*, void*);  // suspended: register it here
   void* arg;
+  fiber* self;  // the fiber that left (a worker loop hands itself over to a new fiber)
+};
+
+// Where the running fiber returns when it leaves: the context that entered it, with what
+// the sanitizers need to switch back to that stack.
+struct return_point {
+  ctx::fcontext_t context = nullptr;
+#if ROAM_ASAN_FIBERS
+  const void* bottom = nullptr;
+  std::size_t size = 0;
+#endif
+#if ROAM_TSAN_FIBERS
+  void* tsan = nullptr;
+#endif
+};
+
+// How a worker loop fiber starts: the first one of a thread (`handed_from` null), or one
+// taking over from a loop fiber whose item suspended (`park(handed_from, arg)` registers it).
+struct loop_start {
+  fiber* self;
+  fiber* handed_from;
+  void (*park)(fiber*, void*);
+  void* arg;
 };
 
 struct thread_state {
-  ctx::fcontext_t native = nullptr;  // the thread's own stack, while a fiber runs
-  fiber* current = nullptr;
+  return_point back;         // where the running fiber returns when it leaves
+  fiber* current = nullptr;  // the fiber running an item on this thread, if any
+  // A worker thread's loop runs on a fiber of its own (run_worker_loop): its items run on
+  // that stack, and only one that suspends costs a fiber switch, handing the loop over.
+  fiber* loop = nullptr;
+  void (*loop_body)(void*) = nullptr;
+  void* loop_context = nullptr;
   std::vector<fiber*> idle;
-#if ROAM_ASAN_FIBERS
-  const void* native_bottom = nullptr;
-  std::size_t native_size = 0;
-#endif
-#if ROAM_TSAN_FIBERS
-  void* tsan_native = nullptr;
-#endif
   ~thread_state();
 };
 thread_local thread_state tl_state;
+// Switches into a fiber to run or resume an item on this thread (fiber_switches_on_this_thread).
+thread_local std::uint64_t tl_switches = 0;
 // The fiber running on this thread, for the fault handler: a plain thread-local, readable
 // from a signal handler without the lazy set-up of tl_state (which has a destructor).
 thread_local const fiber* tl_running [[gnu::tls_model("initial-exec")]] = nullptr;
@@ -194,9 +220,21 @@ fiber* create_fiber(std::size_t usable) {
   return f;
 }
 
-// A fiber of the configured stack size. Pooled fibers of another size (from a run with
-// another setting) are freed as they are met.
-fiber* take_idle() {
+// Makes `f` start afresh at `entry` when next switched to. Its stack may hold frames that
+// will never return (a worker loop's): their shadow memory goes, and so does the thread
+// sanitizer's record of its calls.
+void restart(fiber* f, void (*entry)(ctx::transfer_t)) {
+  clear_shadow(f->stack, f->stack_bytes);
+#if ROAM_TSAN_FIBERS
+  __tsan_destroy_fiber(f->tsan);
+  f->tsan = __tsan_create_fiber(0);
+#endif
+  f->context = ctx::make_fcontext(f->stack + f->stack_bytes, f->stack_bytes - page_bytes(), entry);
+}
+
+// A pooled fiber of the configured stack size, or a new one. Pooled fibers of another size
+// (from a run with another setting) are freed as they are met.
+fiber* pooled_fiber() {
   const std::size_t wanted = mapping_bytes(stack_size.load(std::memory_order_relaxed));
   thread_state& s = state();
   while (!s.idle.empty()) {
@@ -216,6 +254,26 @@ fiber* take_idle() {
     }
   }
   return create_fiber(stack_size.load(std::memory_order_relaxed));
+}
+
+// A fiber that runs one item (fiber_main).
+fiber* take_idle() {
+  fiber* f = pooled_fiber();
+  if (f->needs_fresh_context) {
+    restart(f, fiber_main);
+    f->needs_fresh_context = false;
+  }
+  return f;
+}
+
+void loop_fiber_main(ctx::transfer_t t);
+
+// A fiber that runs a worker loop (loop_fiber_main).
+fiber* take_loop_fiber() {
+  fiber* f = pooled_fiber();
+  restart(f, loop_fiber_main);
+  f->needs_fresh_context = true;
+  return f;
 }
 
 void give_back(fiber* f) {
@@ -240,14 +298,33 @@ void give_back(fiber* f) {
 }
 
 // ---- switching, with the sanitizers told about every stack change --------------------
+//
+// A fiber returns to the context that entered it (thread_state::back): the thread's own
+// stack, or its worker loop's fiber. enter() saves the thread's return point and restores
+// it, so a fiber entered from a worker loop that was itself entered from the thread's
+// stack returns each to its own.
 
-// From the thread's own stack into `f`. Returns what the fiber asked for when it left.
+// The running fiber continues, switched to from `t.fctx`: where it returns when it leaves.
+// `fake` is what the address sanitizer saved when this fiber left (nullptr at its start).
+void note_entered(ctx::transfer_t t, [[maybe_unused]] void* fake) {
+  thread_state& now = state();
+  now.back.context = t.fctx;
+#if ROAM_ASAN_FIBERS
+  __sanitizer_finish_switch_fiber(fake, &now.back.bottom, &now.back.size);
+#endif
+}
+
+// Switches to `f` from the current context, on this thread. Returns what the fiber asked for
+// when it left.
 switch_request* enter(fiber* f) {
   thread_state& s = state();
+  const return_point saved = s.back;
+  fiber* const outer = s.current;
   s.current = f;
   tl_running = f;
+  ++tl_switches;
 #if ROAM_TSAN_FIBERS
-  if (!s.tsan_native) s.tsan_native = __tsan_get_current_fiber();
+  s.back.tsan = __tsan_get_current_fiber();
   __tsan_switch_to_fiber(f->tsan, 0);
 #endif
 #if ROAM_ASAN_FIBERS
@@ -260,45 +337,90 @@ switch_request* enter(fiber* f) {
   __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
 #endif
   f->context = back.fctx;
-  state().current = nullptr;
-  tl_running = nullptr;
+  // The same thread: `f` runs where it was entered until it leaves.
+  thread_state& now = state();
+  now.back = saved;
+  now.current = outer;
+  tl_running = outer != nullptr ? outer : now.loop;
   return static_cast<switch_request*>(back.data);
 }
 
-// From the running fiber back to the thread's own stack. Returns when switched to again.
-void leave(switch_request* request) {
+// From the running fiber back to the context that entered it. Returns when switched to
+// again, unless `returns` is false (the fiber is finished with for good, its stack about to
+// be reused from the top).
+void leave(switch_request* request, bool returns) {
   thread_state& s = state();
 #if ROAM_TSAN_FIBERS
-  __tsan_switch_to_fiber(s.tsan_native, 0);
+  __tsan_switch_to_fiber(s.back.tsan, 0);
 #endif
+  [[maybe_unused]] void* fake = nullptr;
 #if ROAM_ASAN_FIBERS
-  void* fake = nullptr;
-  __sanitizer_start_switch_fiber(&fake, s.native_bottom, s.native_size);
+  __sanitizer_start_switch_fiber(returns ? &fake : nullptr, s.back.bottom, s.back.size);
+#else
+  (void)returns;
 #endif
-  ctx::transfer_t t = ctx::jump_fcontext(s.native, request);
-  // Resumed, maybe by another thread: its own stack is the one to return to now.
-  thread_state& now = state();
-  now.native = t.fctx;
-#if ROAM_ASAN_FIBERS
-  __sanitizer_finish_switch_fiber(fake, &now.native_bottom, &now.native_size);
-#endif
+  ctx::transfer_t t = ctx::jump_fcontext(s.back.context, request);
+  // Resumed, maybe by another thread: its context is the one to return to now.
+  note_entered(t, fake);
 }
 
 void fiber_main(ctx::transfer_t t) {
   auto* self = static_cast<fiber*>(t.data);
-  {
-    thread_state& s = state();
-    s.native = t.fctx;
-#if ROAM_ASAN_FIBERS
-    __sanitizer_finish_switch_fiber(nullptr, &s.native_bottom, &s.native_size);
-#endif
-  }
+  note_entered(t, nullptr);
   for (;;) {
     work_item* item = self->item;
     item->execute(item);
-    switch_request done{true, nullptr, nullptr};
-    leave(&done);  // back in the idle pool until given a new item
+    switch_request done{true, nullptr, nullptr, self};
+    leave(&done, true);  // back in the idle pool until given a new item
   }
+}
+
+// Runs a worker thread's loop: the first loop fiber of the thread, entered from its own
+// stack, or one taking over from a loop fiber whose item suspended.
+void loop_fiber_main(ctx::transfer_t t) {
+  const loop_start start = *static_cast<loop_start*>(t.data);  // on the other fiber's stack
+  thread_state& s = state();
+  s.loop = start.self;
+  s.current = nullptr;
+  tl_running = start.self;
+  start.self->handler = no_handler;
+  if (start.handed_from != nullptr) {
+    // The suspended item's fiber is saved: from here on it is an ordinary suspended fiber,
+    // resumed by enter() and left when its item is done.
+    start.handed_from->context = t.fctx;
+#if ROAM_ASAN_FIBERS
+    __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
+#endif
+    note_suspension();
+    start.park(start.handed_from, start.arg);
+  } else {
+    note_entered(t, nullptr);  // the thread's own stack, where the loop returns at the end
+  }
+  s.loop_body(s.loop_context);
+  // The node stops: back to the thread's own stack for good.
+  thread_state& now = state();
+  now.loop = nullptr;
+  switch_request done{true, nullptr, nullptr, start.self};
+  leave(&done, false);
+}
+
+// The item running on the thread's loop fiber suspends: a fresh fiber takes the loop over
+// (and registers this one with `park`), and this fiber goes on as an ordinary one.
+void hand_over_loop(void (*park)(fiber*, void*), void* arg) {
+  thread_state& s = state();
+  fiber* next = take_loop_fiber();
+  loop_start start{next, s.current, park, arg};
+  ++tl_switches;
+#if ROAM_TSAN_FIBERS
+  __tsan_switch_to_fiber(next->tsan, 0);
+#endif
+  [[maybe_unused]] void* fake = nullptr;
+#if ROAM_ASAN_FIBERS
+  const std::size_t page = page_bytes();
+  __sanitizer_start_switch_fiber(&fake, next->stack + page, next->stack_bytes - page);
+#endif
+  ctx::transfer_t t = ctx::jump_fcontext(next->context, &start);
+  note_entered(t, fake);  // resumed by enter(), maybe on another thread
 }
 
 void resume_entry(work_item* w) {
@@ -312,6 +434,16 @@ void resume_entry(work_item* w) {
     note_suspension();
     r->park(f, r->arg);
   }
+}
+
+// What a fiber records about the item it starts.
+void begin_item(fiber* f, work_item* w) {
+  f->item = w;
+  f->node = current_node();
+  f->note = nullptr;
+  ++f->runs;
+  f->handler =
+      w->execute == &node_runtime::execute ? static_cast<message*>(w)->header.handler : no_handler;
 }
 
 }  // namespace
@@ -328,12 +460,7 @@ void run_item(work_item* w) {
   } else {
     f = take_idle();
   }
-  f->item = w;
-  f->node = current_node();
-  f->note = nullptr;
-  ++f->runs;
-  f->handler =
-      w->execute == &node_runtime::execute ? static_cast<message*>(w)->header.handler : no_handler;
+  begin_item(f, w);
   switch_request* r = enter(f);
   if (r->done) {
     give_back(f);
@@ -341,6 +468,57 @@ void run_item(work_item* w) {
     note_suspension();
     r->park(f, r->arg);  // the fiber's context is saved: it may be resumed from now on
   }
+}
+
+void run_worker_loop(void (*body)(void*), void* context) {
+  thread_state& s = state();
+  s.loop_body = body;
+  s.loop_context = context;
+  fiber* first = take_loop_fiber();
+  loop_start start{first, nullptr, nullptr, nullptr};
+#if ROAM_TSAN_FIBERS
+  s.back.tsan = __tsan_get_current_fiber();
+  __tsan_switch_to_fiber(first->tsan, 0);
+#endif
+#if ROAM_ASAN_FIBERS
+  void* fake = nullptr;
+  const std::size_t page = page_bytes();
+  __sanitizer_start_switch_fiber(&fake, first->stack + page, first->stack_bytes - page);
+#endif
+  ctx::transfer_t t = ctx::jump_fcontext(first->context, &start);
+#if ROAM_ASAN_FIBERS
+  __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#endif
+  // The thread's last loop fiber left: the loop is over.
+  auto* last = static_cast<switch_request*>(t.data)->self;
+  thread_state& now = state();
+  now.current = nullptr;
+  now.back = return_point{};
+  tl_running = nullptr;
+  give_back(last);
+}
+
+void run_loop_item(work_item* w) {
+  thread_state& s = state();
+  fiber* f = s.loop;
+  if (f == nullptr || s.current != nullptr || w->execute == &resume_entry ||
+      w->execute == sized_execute.load(std::memory_order_relaxed)) {
+    run_item(w);
+    return;
+  }
+  begin_item(f, w);
+  s.current = f;
+  w->execute(w);
+  thread_state& now = state();
+  if (now.loop == f) {  // it never suspended: still this thread's loop
+    now.current = nullptr;
+    f->handler = no_handler;
+    return;
+  }
+  // It suspended, a new fiber runs the loop, and this one was resumed to finish the item:
+  // it returns to whoever resumed it, never to the old loop's frames below.
+  switch_request done{true, nullptr, nullptr, f};
+  leave(&done, false);
 }
 
 bool on_fiber() noexcept { return state().current != nullptr; }
@@ -360,8 +538,14 @@ void suspend(void (*park)(fiber*, void*), void* arg) {
   // The fiber may resume on another thread: what it aggregated here leaves first, so its
   // messages to one node stay in order.
   flush_thread_lanes();
-  switch_request request{false, park, arg};
-  leave(&request);
+  thread_state& s = state();
+  if (s.current == nullptr) fatal("internal error: suspend() called off a fiber");
+  if (s.current == s.loop) {
+    hand_over_loop(park, arg);
+    return;
+  }
+  switch_request request{false, park, arg, s.current};
+  leave(&request, true);
 }
 
 void resume_later(fiber* f) noexcept {
@@ -415,6 +599,8 @@ const void* fiber_note() noexcept {
 
 const fiber* current_fiber() noexcept { return state().current; }
 
+std::uint64_t fiber_switches_on_this_thread() noexcept { return tl_switches; }
+
 fiber_run current_fiber_run() noexcept {
   const fiber* f = state().current;
   return {f, f ? f->runs : 0};
@@ -425,7 +611,8 @@ void set_running_handler(std::uint32_t handler) noexcept {
 }
 
 std::size_t stack_left() noexcept {
-  const fiber* f = state().current;
+  const thread_state& s = state();
+  const fiber* f = s.current != nullptr ? s.current : s.loop;
   if (!f) return std::numeric_limits<std::size_t>::max();
   const auto here = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
   const auto floor = reinterpret_cast<std::uintptr_t>(f->stack) + page_bytes();

@@ -306,14 +306,22 @@ void scheduler::end_spin() noexcept {
 }
 
 void scheduler::worker_main(unsigned index) {
-  const int self = static_cast<int>(index);
-  tl_worker = self;
+  tl_worker = static_cast<int>(index);
   tl_random = 0x9e3779b9u * (index + 1) + 0x7f4a7c15u * (id_of(node_) + 1);
   report_stack_overflows_on_this_thread();
   bind_thread_to_node(&node_);
   name_thread(pthread_self(), "roam-w", static_cast<int>(id_of(node_)), static_cast<int>(index));
   if (opt_.pin) pin_current_thread(opt_.pin_offset + index);
+  // The loop runs on a fiber and its items on the loop's stack: a handler that never
+  // waits costs no switch. One that suspends hands the loop to a fresh fiber, which starts
+  // worker_loop() over (its locals are trivially destructible, and none of them matters
+  // once an item runs).
+  run_worker_loop([](void* self) { static_cast<scheduler*>(self)->worker_loop(); }, this);
+  bind_thread_to_node(nullptr);
+}
 
+void scheduler::worker_loop() {
+  const int self = tl_worker;
   // Idle policy: at most one worker of the node spins (searching for work, polling the
   // network); the others park. A thread waiting on a future also spins and has priority:
   // it is the one that wants low latency, so a spinning worker yields to it and parks.
@@ -338,7 +346,7 @@ void scheduler::worker_main(unsigned index) {
       }
       searching = glance = woken = false;
       rounds = 0;
-      run_item(w);
+      run_loop_item(w);
       // A worker that always finds work would never poll the network, and messages from
       // other nodes (or a busy sender's own transfers) would wait. Poll when the items
       // since the last poll took long; looking at the clock every 8th item keeps short
@@ -385,7 +393,6 @@ void scheduler::worker_main(unsigned index) {
     back_off(rounds++);
   }
   if (searching) end_spin();
-  bind_thread_to_node(nullptr);
 }
 
 void scheduler::park_waiter(std::uint64_t seen_epoch, std::chrono::microseconds timeout) {

@@ -132,6 +132,8 @@ class scheduler {
   }
   void wake_if_nobody_searches() noexcept;
   void worker_main(unsigned index);
+  /// The loop of a worker thread, on a fiber (run_worker_loop).
+  void worker_loop();
   /// Returns false if it woke only because the poll interval passed.
   bool park_worker();
   void wake_one_worker() noexcept;

@@ -2,6 +2,8 @@
 // pthreads design (thesis Fig. 15) must finish, on one worker and on several.
 #include <roam/roam.hpp>
 
+#include <roam/core/detail/fiber.hpp>
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -147,5 +149,53 @@ TEST_P(LiveLock, APromiseMayDieAsSoonAsItsFutureIsReady) {
                       }),
             0);
 }
+
+// Handlers that never wait run on the worker loop's own stack, without a fiber switch (issue
+// 27, item 6): a fiber per handler cost two switches each, a quarter of an empty handler's
+// time. One that waits costs two: the loop handed over to a fresh fiber, and the resumption.
+std::atomic<std::uint64_t> switches_seen{0};
+std::atomic<bool> switches_reported{false};
+std::unique_ptr<roam::promise<void>> fast_path_gate;
+roam::future<void> fast_path_gate_open;
+
+void do_nothing() {}
+void wait_for_fast_path_gate() { fast_path_gate_open.wait(); }
+void open_fast_path_gate() { fast_path_gate->set_value(); }
+void report_switches(std::uint64_t before) {
+  switches_seen = roam::detail::fiber_switches_on_this_thread() - before;
+  switches_reported = true;
+}
+void run_burst(int handlers, bool one_waits) {
+  const std::uint64_t before = roam::detail::fiber_switches_on_this_thread();
+  if (one_waits) roam::send(roam::this_node(), wait_for_fast_path_gate);
+  for (int i = 0; i < handlers; ++i) roam::send(roam::this_node(), do_nothing);
+  if (one_waits) roam::send(roam::this_node(), open_fast_path_gate);
+  roam::send(roam::this_node(), report_switches, before);
+}
+
+// The fiber switches node 0's worker made in a burst of 1000 handlers (mixed mode hosts
+// other nodes in the process: they only wait). Runs the checks on node 0's thread.
+void expect_switches_in_burst(bool one_waits, std::uint64_t expected) {
+  fast_path_gate = std::make_unique<roam::promise<void>>();
+  fast_path_gate_open = fast_path_gate->get_future();
+  switches_reported = false;
+  // One worker: every handler of the burst runs on the thread that counts.
+  EXPECT_EQ(roam::run(with_workers(1),
+                      [one_waits, expected] {
+                        if (roam::this_node() == 0)
+                          roam::send(roam::this_node(), run_burst, 1000, one_waits);
+                        roam::wait_quiescence();
+                        if (roam::this_node() != 0) return;
+                        EXPECT_TRUE(switches_reported.load());
+                        EXPECT_EQ(switches_seen.load(), expected);
+                      }),
+            0);
+  fast_path_gate_open = {};
+  fast_path_gate.reset();
+}
+
+TEST(FastPath, HandlersThatNeverWaitRunWithoutAFiberSwitch) { expect_switches_in_burst(false, 0); }
+
+TEST(FastPath, AHandlerThatWaitsHandsTheLoopOverAndIsResumed) { expect_switches_in_burst(true, 2); }
 
 INSTANTIATE_TEST_SUITE_P(Workers, LiveLock, ::testing::Values(1u, 2u, 4u));

@@ -1,11 +1,15 @@
 // Fibers: the suspendable execution contexts handlers run on.
 //
-// Every work item (a handler, a tasklet) runs on a fiber taken from the running thread's
-// pool of idle fibers, so that waiting inside it can suspend the fiber and free the
-// thread for other work, instead of blocking the thread or nesting other handlers on its
-// stack (the live-lock of PREMA's pthreads design, thesis Fig. 15). A fiber that
-// finishes its item goes back to the pool with its stack: nothing is allocated per item in
-// steady state. A suspended fiber may be resumed by any thread of its node.
+// Every work item (a handler, a tasklet) runs on a fiber, so that waiting inside it can
+// suspend the fiber and free the thread for other work, instead of blocking the thread or
+// nesting other handlers on its stack (the live-lock of PREMA's pthreads design, thesis
+// Fig. 15). A worker thread's loop itself runs on a fiber and runs its items on that stack:
+// an item that never waits costs no switch at all. An item that suspends hands the loop
+// over to a fresh fiber and goes on as an ordinary suspended fiber; when resumed and done,
+// its stack (with the old loop's frames) goes back to the pool. Other threads (the
+// application thread) run each item on a pooled fiber. Fibers keep their stacks in the
+// pool: nothing is allocated per item in steady state. A suspended fiber may be resumed by
+// any thread of its node.
 //
 // Written on Boost.Context's fcontext primitives (make_fcontext / jump_fcontext) rather
 // than its fiber class because the runtime must act *after* a switch, on the thread's own
@@ -26,8 +30,23 @@ class node_runtime;
 struct fiber;
 
 /// Runs a work item: resumes a suspended fiber, or starts the item on a pooled fiber.
-/// Call only from a thread's own stack (scheduler loops), never from a fiber.
+/// Call only outside items: from a thread's own stack or a worker loop, never from a
+/// handler or tasklet.
 void run_item(work_item* w);
+
+/// Runs `body(context)` on a fiber that serves as the calling thread's worker loop, and
+/// returns when the body returns (on whichever fiber then holds the loop). The body may be
+/// restarted from its beginning on a fresh fiber whenever an item it ran with
+/// run_loop_item() suspends, so it keeps its state off the stack or begins again where it
+/// left off; locals of a loop left behind are never destroyed (they must be trivially
+/// destructible). For worker threads of a node only.
+void run_worker_loop(void (*body)(void*), void* context);
+
+/// Runs a work item from the loop body of run_worker_loop() on the loop's own stack (no
+/// fiber switch); when the item suspends, the loop goes on on a fresh fiber. Anything else
+/// (a resumed fiber, an item that wants a larger stack, a call off a worker loop) goes
+/// through run_item().
+void run_loop_item(work_item* w);
 
 /// For threads that cannot be suspended (a node's application thread) while they wait:
 /// runs one queued item of the calling thread's node, if it has a node and there is one.
@@ -37,6 +56,10 @@ bool run_one_item_of_my_node();
 bool on_fiber() noexcept;
 /// The fiber the calling code runs on, or nullptr.
 const fiber* current_fiber() noexcept;
+/// How many times the calling thread has switched to another fiber to run or resume an
+/// item (an item that suspends on a worker loop counts one for handing the loop over).
+/// Items run by a worker loop that never wait count nothing. For tests.
+std::uint64_t fiber_switches_on_this_thread() noexcept;
 /// The work item running on the calling fiber: its fiber and which of the fiber's runs
 /// (fibers are reused, so the pointer alone names a later item too). {nullptr, 0} off
 /// fibers.
