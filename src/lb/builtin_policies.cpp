@@ -4,6 +4,7 @@
 // GreedyRefine idea (move few objects, from the most to the least loaded nodes).
 #include "builtin_policies.hpp"
 
+#include "gather_tree.hpp"
 #include "moves_in_flight.hpp"
 #include "refine_plan.hpp"
 
@@ -500,10 +501,19 @@ class master_worker final : public distributing_policy {
 
 // ---- greedy_refine ---------------------------------------------------------------------------
 
-/// Node 0 gathers every object's load and every node's worker count each period and moves
+/// Each period node 0 gathers every object's load and every node's worker count, and moves
 /// the objects refine_plan() chooses (after Charm++'s GreedyRefine: greedy placement that
 /// keeps objects where they are when that costs nothing): for iterative applications,
 /// whose objects' loads persist (report them with load()).
+///
+/// The request goes down gather_tree, each node's report up it merged with its subtree's,
+/// and the moves down it again, each node taking its own and passing on those of each
+/// child's subtree: no node receives more than fan-out + 2 messages of a round (a request,
+/// a report per child, its moves) or sends more than 2 × fan-out + 1. The plan is
+/// made at node 0, which holds every report (that is what a central plan needs: one entry
+/// per object and per node). A node's next request follows the moves of the round before
+/// along the same path (control messages from one node to another run in order), so an
+/// object it still lists where it was is one whose move did not happen.
 class greedy_refine final : public distributing_policy {
  public:
   explicit greedy_refine(const config& c) : tolerance_(c.of<policy_settings>().tolerance) {}
@@ -514,15 +524,40 @@ class greedy_refine final : public distributing_policy {
       std::lock_guard guard(lock_);
       if (round_active_) return;
       round_active_ = true;
-      reports_.assign(roam::num_nodes(), {});
-      awaiting_ = roam::num_nodes();
     }
-    for (node_id k = 0; k < roam::num_nodes(); ++k)
-      send_control(k, &greedy_refine::on_report_request);
+    gather();
   }
 
  private:
-  static void on_report_request() {
+  using report_list = std::vector<std::pair<node_id, node_report>>;
+
+  static void on_request() { this_policy_as<greedy_refine>().gather(); }
+  static void on_reports(report_list reports) {
+    this_policy_as<greedy_refine>().add_reports(std::move(reports));
+  }
+  static void on_moves(const std::vector<planned_move>& moves) {
+    this_policy_as<greedy_refine>().carry_out(moves);
+  }
+
+  /// Asks this node's subtree for its reports and adds its own. The subtree's reports may
+  /// come back while the requests still go out (in one process they are delivered on the
+  /// sending thread): the node's own report is counted last, so the round cannot end here
+  /// before it is in.
+  void gather() {
+    const gather_tree tree(roam::num_nodes());
+    const node_id me = roam::this_node();
+    const node_id children = tree.children(me);
+    {
+      std::lock_guard guard(lock_);
+      awaiting_ = children + 1;
+      gathered_.clear();
+    }
+    for (node_id c = 0; c < children; ++c)
+      send_control(gather_tree::first_child(me) + c, &greedy_refine::on_request);
+    add_reports({{me, own_report()}});
+  }
+
+  static node_report own_report() {
     node_report mine;
     mine.workers = local_workers();
     // Every object, idle ones too: node 0 must see a moved object arrive even when its
@@ -533,39 +568,66 @@ class greedy_refine final : public distributing_policy {
       const double load = std::isfinite(o.load()) ? std::max(0.0, o.load()) : 0.0;
       mine.objects.push_back({o.id, load, std::min(load, movable_load(o))});
     }
-    send_control(0, &greedy_refine::on_report, roam::this_node(), mine);
-  }
-  static void on_report(node_id from, node_report report) {
-    this_policy_as<greedy_refine>().report(from, std::move(report));
-  }
-  static void on_move(object_id id, node_id dest) {
-    (void)this_policy_as<greedy_refine>().move(id, dest);
+    return mine;
   }
 
-  void report(node_id from, node_report report) {
-    std::vector<node_report> all;
+  /// Adds a child's subtree reports (or this node's own); once all are in, sends them up,
+  /// or at node 0 plans the round.
+  void add_reports(report_list reports) {
+    report_list complete;
     {
       std::lock_guard guard(lock_);
-      if (from < reports_.size()) reports_[from] = std::move(report);
+      for (auto& r : reports) gathered_.push_back(std::move(r));
       if (--awaiting_ > 0) return;
-      all = std::move(reports_);
+      complete = std::move(gathered_);
+      gathered_.clear();
     }
-    // The node's next report request follows this round's moves to it (per-pair order), so
-    // an object it still lists at its old node is one whose move did not happen.
+    const node_id me = roam::this_node();
+    if (me != 0) {
+      send_control(gather_tree::parent(me), &greedy_refine::on_reports, std::move(complete));
+      return;
+    }
+    plan(std::move(complete));
+  }
+
+  void plan(report_list&& reports) {
+    std::vector<node_report> all(roam::num_nodes());
+    for (auto& [node, report] : reports)
+      if (node < all.size()) all[node] = std::move(report);
     in_flight_.correct(all);
     const auto moves = refine_plan(all, tolerance_);
     in_flight_.ordered(moves, all);
-    for (const auto& m : moves) send_control(m.from, &greedy_refine::on_move, m.id, m.to);
+    carry_out(moves);
     std::lock_guard guard(lock_);
     round_active_ = false;
   }
 
+  /// Moves this node's objects as planned and passes the others' moves on, one message per
+  /// child whose subtree has some.
+  void carry_out(const std::vector<planned_move>& moves) {
+    const gather_tree tree(roam::num_nodes());
+    const node_id me = roam::this_node();
+    std::vector<std::vector<planned_move>> for_child(tree.children(me));
+    for (const auto& m : moves) {
+      if (m.from == me) {
+        (void)move(m.id, m.to);
+      } else if (m.from > me && gather_tree::in_subtree(me, m.from)) {
+        for_child[gather_tree::child_toward(me, m.from) - gather_tree::first_child(me)].push_back(
+            m);
+      }
+    }
+    for (node_id c = 0; c < for_child.size(); ++c)
+      if (!for_child[c].empty())
+        send_control(gather_tree::first_child(me) + c, &greedy_refine::on_moves,
+                     std::move(for_child[c]));
+  }
+
   const double tolerance_;
   std::mutex lock_;
-  bool round_active_ = false;
-  std::size_t awaiting_ = 0;
-  std::vector<node_report> reports_;
-  moves_in_flight in_flight_;  // used by the last report's thread, one round at a time
+  bool round_active_ = false;  // node 0: a round is under way
+  node_id awaiting_ = 0;       // subtree reports still to come, this node's own included
+  report_list gathered_;
+  moves_in_flight in_flight_;  // node 0, used by the last report's thread, one round at a time
 };
 
 }  // namespace

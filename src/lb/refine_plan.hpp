@@ -32,6 +32,10 @@ struct node_report {
 struct planned_move {
   object_id id;
   node_id from = 0, to = 0;
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(id, from, to);
+  }
 };
 
 /// The time a node needs for `loads` on `workers` workers that take the largest first (how

@@ -40,7 +40,11 @@ struct outcome {
   std::set<roam::node_id> nodes;
 };
 
-/// `loaded` creates `count` units and gives each one piece of work; returns where they ran.
+/// Names the job's last node as the loaded one (the deepest of greedy_refine's tree).
+constexpr roam::node_id last_node = ~roam::node_id{0};
+
+/// `loaded` (modulo the job's nodes, or last_node) creates `count` units and gives each one
+/// piece of work; returns where they ran.
 outcome run_imbalanced(const std::string& policy, roam::node_id loaded, int count, int ms,
                        bool balancing = true) {
   roam::config cfg = roam::config::from_environment();
@@ -55,9 +59,12 @@ outcome run_imbalanced(const std::string& policy, roam::node_id loaded, int coun
   EXPECT_EQ(roam::run(cfg,
                       [&] {
                         if (!balancing) roam::lb::enable_dist_balancing(false);
+                        const roam::node_id target = loaded == last_node
+                                                         ? roam::num_nodes() - 1
+                                                         : loaded % roam::num_nodes();
                         roam::barrier();
                         std::vector<roam::mobile_ptr<unit>> units;
-                        if (roam::this_node() == loaded % roam::num_nodes())
+                        if (roam::this_node() == target)
                           for (int i = 0; i < count; ++i) {
                             units.push_back(roam::make_mobile<unit>());
                             units.back().send<&unit::work>(ms);
@@ -65,7 +72,7 @@ outcome run_imbalanced(const std::string& policy, roam::node_id loaded, int coun
                         roam::barrier();
                         if (roam::this_node() == 0) roam::wait_quiescence();
                         roam::barrier();
-                        units = roam::broadcast_value(units, loaded % roam::num_nodes());
+                        units = roam::broadcast_value(units, target);
                         if (roam::this_node() == 0)
                           for (auto& u : units) {
                             auto state = u.call([](const unit& x) { return x; }).get();
@@ -108,6 +115,12 @@ TEST(LoadBalancing, DisabledBalancingKeepsWorkWhereItIs) {
 }
 TEST(LoadBalancing, MasterWorkerSpreadsWork) { expect_spread("master_worker", 0); }
 TEST(LoadBalancing, GreedyRefineSpreadsWork) { expect_spread("greedy_refine", 1); }
+// The deepest node of greedy_refine's gather tree (fan-out 8): its report reaches node 0
+// through its ancestors and its moves come back down through them. Also run on 80 nodes,
+// where node 79 is three levels down (79 -> 9 -> 1 -> 0).
+TEST(LoadBalancing, GreedyRefineSpreadsWorkFromTheDeepestNode) {
+  expect_spread("greedy_refine", last_node);
+}
 
 // Issue 25: a master_worker worker asked the master only when its load fell below the
 // threshold. With loads that persist (load(), as iterative applications report them), a

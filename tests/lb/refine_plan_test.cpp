@@ -1,12 +1,15 @@
 // greedy_refine's plan on its own: what it moves and the makespan that results, without a
 // runtime (src/lb/refine_plan.hpp is pure computation).
 #include "refine_plan.hpp"
+#include "gather_tree.hpp"
 #include "moves_in_flight.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
+#include <vector>
 
 namespace {
 
@@ -190,3 +193,59 @@ TEST(MovesInFlight, GivesUpAfterItsPatience) {
 }
 
 }  // namespace
+
+// ---- the tree greedy_refine gathers along -----------------------------------------------------
+
+using roam::lb::builtin::gather_tree;
+
+// Every node but the root has one parent, which lists it among its children; each node has
+// at most fan-out children; the depth is ⌈log_8 P⌉ at most; and the moves for a node reach
+// it through the child on its path.
+TEST(GatherTree, EveryNodeHangsUnderNodeZeroOnce) {
+  for (roam::node_id nodes : {1u, 2u, 8u, 9u, 10u, 73u, 80u, 585u, 1024u}) {
+    const gather_tree tree(nodes);
+    std::vector<int> listed(nodes, 0);
+    for (roam::node_id n = 0; n < nodes; ++n) {
+      EXPECT_LE(tree.children(n), gather_tree::fan_out);
+      for (roam::node_id c = 0; c < tree.children(n); ++c) {
+        const roam::node_id child = gather_tree::first_child(n) + c;
+        ASSERT_LT(child, nodes);
+        EXPECT_EQ(gather_tree::parent(child), n);
+        ++listed[child];
+      }
+    }
+    EXPECT_EQ(listed[0], 0);
+    for (roam::node_id n = 1; n < nodes; ++n) EXPECT_EQ(listed[n], 1) << n << " of " << nodes;
+    unsigned deepest = 0;
+    for (roam::node_id n = 1; n < nodes; ++n) {
+      unsigned depth = 0;
+      for (roam::node_id x = n; x != 0; x = gather_tree::parent(x)) ++depth;
+      deepest = std::max(deepest, depth);
+    }
+    unsigned bound = 0;
+    for (std::uint64_t reach = 1; reach < nodes; reach = reach * gather_tree::fan_out + 1) ++bound;
+    EXPECT_LE(deepest, bound) << nodes << " nodes";
+  }
+}
+
+TEST(GatherTree, MovesFindTheChildOnTheirPath) {
+  const gather_tree tree(1024);
+  for (roam::node_id x = 1; x < 1024; ++x) {
+    // From the root down: each step goes to the child whose subtree holds x.
+    roam::node_id at = 0;
+    unsigned steps = 0;
+    while (at != x) {
+      ASSERT_TRUE(gather_tree::in_subtree(at, x));
+      const roam::node_id next = gather_tree::child_toward(at, x);
+      ASSERT_GE(next, gather_tree::first_child(at));
+      ASSERT_LT(next, gather_tree::first_child(at) + tree.children(at));
+      at = next;
+      ASSERT_LE(++steps, 4u);
+    }
+    EXPECT_FALSE(gather_tree::in_subtree(x, 0));
+    EXPECT_TRUE(gather_tree::in_subtree(x, x));
+  }
+  EXPECT_FALSE(gather_tree::in_subtree(1, 2));
+  EXPECT_TRUE(gather_tree::in_subtree(1, 9));  // 9 is 1's first child
+  EXPECT_FALSE(gather_tree::in_subtree(2, 9));
+}
