@@ -314,6 +314,29 @@ void note_entered(ctx::transfer_t t, [[maybe_unused]] void* fake) {
 #endif
 }
 
+// Switches into `to`, passing `data`, with the sanitizers told. When `comes_back_here`, `to`
+// returns to this context when it leaves. Returns when a context switches back here, with
+// what it passed; `*fake` is what the address sanitizer saved of this context's fake stack.
+ctx::transfer_t jump_into(fiber* to, void* data, [[maybe_unused]] bool comes_back_here,
+                          [[maybe_unused]] void** fake) {
+#if ROAM_TSAN_FIBERS
+  if (comes_back_here) state().back.tsan = __tsan_get_current_fiber();
+  __tsan_switch_to_fiber(to->tsan, 0);
+#endif
+#if ROAM_ASAN_FIBERS
+  const std::size_t page = page_bytes();
+  __sanitizer_start_switch_fiber(fake, to->stack + page, to->stack_bytes - page);
+#endif
+  return ctx::jump_fcontext(to->context, data);
+}
+
+// Back in a context that jump_into() left and that is not itself a fiber being resumed.
+void landed([[maybe_unused]] void* fake) {
+#if ROAM_ASAN_FIBERS
+  __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#endif
+}
+
 // Switches to `f` from the current context, on this thread. Returns what the fiber asked for
 // when it left.
 switch_request* enter(fiber* f) {
@@ -323,19 +346,9 @@ switch_request* enter(fiber* f) {
   s.current = f;
   tl_running = f;
   ++tl_switches;
-#if ROAM_TSAN_FIBERS
-  s.back.tsan = __tsan_get_current_fiber();
-  __tsan_switch_to_fiber(f->tsan, 0);
-#endif
-#if ROAM_ASAN_FIBERS
   void* fake = nullptr;
-  const std::size_t page = page_bytes();
-  __sanitizer_start_switch_fiber(&fake, f->stack + page, f->stack_bytes - page);
-#endif
-  ctx::transfer_t back = ctx::jump_fcontext(f->context, f);
-#if ROAM_ASAN_FIBERS
-  __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
-#endif
+  ctx::transfer_t back = jump_into(f, f, true, &fake);
+  landed(fake);
   f->context = back.fctx;
   // The same thread: `f` runs where it was entered until it leaves.
   thread_state& now = state();
@@ -411,15 +424,8 @@ void hand_over_loop(void (*park)(fiber*, void*), void* arg) {
   fiber* next = take_loop_fiber();
   loop_start start{next, s.current, park, arg};
   ++tl_switches;
-#if ROAM_TSAN_FIBERS
-  __tsan_switch_to_fiber(next->tsan, 0);
-#endif
-  [[maybe_unused]] void* fake = nullptr;
-#if ROAM_ASAN_FIBERS
-  const std::size_t page = page_bytes();
-  __sanitizer_start_switch_fiber(&fake, next->stack + page, next->stack_bytes - page);
-#endif
-  ctx::transfer_t t = ctx::jump_fcontext(next->context, &start);
+  void* fake = nullptr;
+  ctx::transfer_t t = jump_into(next, &start, false, &fake);  // the loop returns elsewhere
   note_entered(t, fake);  // resumed by enter(), maybe on another thread
 }
 
@@ -476,19 +482,9 @@ void run_worker_loop(void (*body)(void*), void* context) {
   s.loop_context = context;
   fiber* first = take_loop_fiber();
   loop_start start{first, nullptr, nullptr, nullptr};
-#if ROAM_TSAN_FIBERS
-  s.back.tsan = __tsan_get_current_fiber();
-  __tsan_switch_to_fiber(first->tsan, 0);
-#endif
-#if ROAM_ASAN_FIBERS
   void* fake = nullptr;
-  const std::size_t page = page_bytes();
-  __sanitizer_start_switch_fiber(&fake, first->stack + page, first->stack_bytes - page);
-#endif
-  ctx::transfer_t t = ctx::jump_fcontext(first->context, &start);
-#if ROAM_ASAN_FIBERS
-  __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
-#endif
+  ctx::transfer_t t = jump_into(first, &start, true, &fake);
+  landed(fake);
   // The thread's last loop fiber left: the loop is over.
   auto* last = static_cast<switch_request*>(t.data)->self;
   thread_state& now = state();
