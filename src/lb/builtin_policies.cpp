@@ -5,6 +5,7 @@
 #include "builtin_policies.hpp"
 
 #include "gather_tree.hpp"
+#include "master_groups.hpp"
 #include "moves_in_flight.hpp"
 #include "refine_plan.hpp"
 
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <map>
 #include <mutex>
 #include <random>
 
@@ -346,14 +348,18 @@ class diffusion final : public distributing_policy {
 // ---- master_worker ---------------------------------------------------------------------------
 
 /// Work flows from the master to the workers, never between workers (PREMA's Fig. 5): for
-/// work born on the master. A worker asks the master when it runs dry (load below the
-/// threshold) or when the master, at its last answer, had more than the worker by the
-/// tolerance. The master gives each requester its share of the job: up to what brings the
-/// requester to the job's average, never below the average itself. Its estimate of the
-/// average uses every worker's load at its last request plus what it was given since.
-/// A worker that got nothing waits 2, 4, ... 32 periods before asking again, so that a
-/// master with nothing to give is not asked by every worker every period; a worker that is
-/// neither dry nor behind asks every 32 periods, to learn the master's load.
+/// work born on the master. A worker asks its server (the master, or in a job of more than
+/// 64 nodes its group's first node: master_groups) when it runs dry (load below the
+/// threshold) or when the server, at its last answer, had more than the worker by the
+/// tolerance. A group's server asks the master in the same way for its whole group (its
+/// load and its workers' as it last heard them, against the threshold and average of as
+/// many nodes), and hands on what it gets. A server gives each requester its share: up to
+/// what brings the requester to the average of the nodes the server covers, never below
+/// that average itself. Its estimate of the average uses every requester's load at its last
+/// request plus what it was given since. A worker that got nothing waits 2, 4, ... 32
+/// periods before asking again, so that a server with nothing to give is not asked by every
+/// worker every period; a worker that is neither dry nor behind asks every 32 periods, to
+/// learn its server's load.
 class master_worker final : public distributing_policy {
  public:
   explicit master_worker(const config& c)
@@ -364,17 +370,17 @@ class master_worker final : public distributing_policy {
   void balance() override {
     const node_id nodes = roam::num_nodes(), me = roam::this_node();
     if (master_ >= nodes || nodes < 2) return;
-    if (me == master_) {
-      serve_waiting();
-      return;
-    }
-    const double load = local_load();
+    const master_groups layout(nodes, master_);
+    if (me == master_ || layout.leads(me)) serve_waiting(layout);
+    if (me == master_) return;
+    const double size = layout.represented(me);
+    const double load = layout.leads(me) ? group_load() : local_load();
     {
       std::lock_guard guard(lock_);
       if (asking_) return;  // one request at a time
-      const bool dry = load < threshold_;
-      const bool behind = !heard_ || master_load_ - load > tolerance_ * master_load_;
-      // Neither: ask now and then all the same, since the master's load (and its view of
+      const bool dry = load < threshold_ * size;
+      const bool behind = !heard_ || master_load_ - load / size > tolerance_ * master_load_;
+      // Neither: ask now and then all the same, since the server's load (and its view of
       // this node's) may have changed since its last answer.
       // After a gift: a dry node waits 2 periods (its gift may be on its way), others the
       // whole settling time.
@@ -385,7 +391,7 @@ class master_worker final : public distributing_policy {
       skipped_ = 0;
       asking_ = true;
     }
-    send_control(master_, &master_worker::on_request, me, load);
+    send_control(layout.up(me), &master_worker::on_request, me, load);
   }
 
  private:
@@ -397,44 +403,50 @@ class master_worker final : public distributing_policy {
     this_policy_as<master_worker>().answered(given, master_load);
   }
 
-  /// On the master: gives `from` its share. Returns whether anything moved and the
-  /// master's load after.
+  /// A group's server: its own load and its workers' as it last heard them.
+  double group_load() {
+    const double mine = local_load();
+    std::lock_guard serving(give_lock_);
+    double total = mine;
+    for (const auto& [worker, load] : known_) total += load;
+    return total;
+  }
+
+  /// On a server: gives `from` its share. Returns whether anything moved and the server's
+  /// load after.
   std::pair<bool, double> serve(node_id from, double their_load) {
     std::lock_guard serving(give_lock_);
     auto objects = local_objects();
     double mine = 0;
     for (const auto& o : objects) mine += o.load();
-    const node_id nodes = roam::num_nodes();
-    // Every worker's load as the master last heard it: one number per node, on the
-    // master only (the scheme is centralized by design; 8 bytes a node).
-    if (known_.size() != nodes) known_.assign(nodes, 0.0);
-    if (from < nodes) known_[from] = their_load;
+    const master_groups layout(roam::num_nodes(), master_);
+    // Every requester's load as this server last heard it: one number per node it serves
+    // (at most about 2√P in a grouped job; nodes not heard from count as idle).
+    known_[from] = their_load;
     double total = mine;
-    for (node_id k = 0; k < nodes; ++k)
-      if (k != master_) total += known_[k];
-    const double average = total / nodes;
-    const double share = std::min(mine - average, average - their_load);
+    for (const auto& [worker, load] : known_) total += load;
+    const double average = total / layout.covered(roam::this_node());
+    const double size = layout.represented(from);
+    const double share = std::min(mine - average, size * average - their_load);
     const auto [count, moved] =
         share > 0 ? give(from, std::move(objects), share, true) : std::pair{0, 0.0};
-    if (from < nodes) {
-      known_[from] += moved;
-      // A dry worker that got nothing waits on the master's list (PREMA's m_waiting): it is
-      // served as soon as the master has work, not when its own back-off lets it ask.
-      if (count == 0 && their_load < threshold_ &&
-          std::find(waiting_.begin(), waiting_.end(), from) == waiting_.end())
-        waiting_.push_back(from);
-    }
+    known_[from] += moved;
+    // A dry worker that got nothing waits on the server's list (PREMA's m_waiting): it is
+    // served as soon as the server has work, not when its own back-off lets it ask.
+    if (count == 0 && their_load < threshold_ * size &&
+        std::find(waiting_.begin(), waiting_.end(), from) == waiting_.end())
+      waiting_.push_back(from);
     return {count > 0, mine - moved};
   }
 
-  /// On the master, each period: invites the waiting workers it now has work for to ask
+  /// On a server, each period: invites the waiting workers it now has work for to ask
   /// again (with their load of now: the one it heard may be old). A worker it still
   /// cannot serve stays listed, uninvited, so that it keeps its back-off.
-  void serve_waiting() {
+  void serve_waiting(const master_groups& layout) {
     std::vector<node_id> invited;
     {
       std::lock_guard serving(give_lock_);
-      if (waiting_.empty() || known_.size() != roam::num_nodes()) return;
+      if (waiting_.empty()) return;
       double mine = 0, smallest = 0;
       for (const auto& o : local_objects()) {
         mine += o.load();
@@ -443,15 +455,14 @@ class master_worker final : public distributing_policy {
       }
       if (smallest == 0) return;
       double total = mine;
-      for (node_id k = 0; k < known_.size(); ++k)
-        if (k != master_) total += known_[k];
-      const double average = total / static_cast<double>(known_.size());
-      // In the order they came, while the master's surplus lasts; give() moves an object
+      for (const auto& [worker, load] : known_) total += load;
+      const double average = total / layout.covered(roam::this_node());
+      // In the order they came, while the server's surplus lasts; give() moves an object
       // only below twice the share.
       double spare = mine - average;
       std::vector<node_id> still;
       for (node_id w : waiting_) {
-        const double share = std::min(spare, average - known_[w]);
+        const double share = std::min(spare, layout.represented(w) * average - known_[w]);
         if (share > 0 && smallest < 2 * share) {
           invited.push_back(w);
           spare -= share;
@@ -489,14 +500,14 @@ class master_worker final : public distributing_policy {
   std::mutex lock_;
   bool asking_ = false;
   bool heard_ = false;                     // an answer came: master_load_ is known
-  double master_load_ = 0;                 // the master's load at its last answer
+  double master_load_ = 0;                 // the server's load at its last answer
   unsigned calm_ = 0;                      // answers in a row that gave nothing (at most max_calm)
   unsigned skipped_ = 0;                   // periods since the last request
   unsigned settle_ = 0;                    // periods left of waiting after a gift (see balance())
   static constexpr unsigned max_calm = 5;  // at most every 32nd period
   static constexpr unsigned settle_periods = 16;
-  std::vector<double> known_;     // the master's view of the workers' loads
-  std::vector<node_id> waiting_;  // dry workers it had nothing for (each at most once)
+  std::map<node_id, double> known_;  // a server's view of its requesters' loads
+  std::vector<node_id> waiting_;     // dry requesters it had nothing for (each at most once)
 };
 
 // ---- greedy_refine ---------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -38,6 +39,7 @@ struct unit {
 struct outcome {
   int units = 0, ran_once = 0;
   std::set<roam::node_id> nodes;
+  roam::node_id job_nodes = 0;
 };
 
 /// Names the job's last node as the loaded one (the deepest of greedy_refine's tree).
@@ -73,6 +75,7 @@ outcome run_imbalanced(const std::string& policy, roam::node_id loaded, int coun
                         if (roam::this_node() == 0) roam::wait_quiescence();
                         roam::barrier();
                         units = roam::broadcast_value(units, target);
+                        if (roam::this_node() == 0) result.job_nodes = roam::num_nodes();
                         if (roam::this_node() == 0)
                           for (auto& u : units) {
                             auto state = u.call([](const unit& x) { return x; }).get();
@@ -120,6 +123,17 @@ TEST(LoadBalancing, GreedyRefineSpreadsWork) { expect_spread("greedy_refine", 1)
 // where node 79 is three levels down (79 -> 9 -> 1 -> 0).
 TEST(LoadBalancing, GreedyRefineSpreadsWorkFromTheDeepestNode) {
   expect_spread("greedy_refine", last_node);
+}
+
+// Work born on the master reaches the job's last node. Also run on 80 nodes, where
+// master_worker groups the nodes (more than 64): node 79 is a worker of group 72..79,
+// whose first node asks the master for the group and hands work on.
+TEST(LoadBalancing, MasterWorkerReachesTheLastNode) {
+  const int count = std::max(32, 8 * static_cast<int>(roam::config::from_environment().nodes));
+  outcome o = run_imbalanced("master_worker", 0, count, 20);
+  if (o.units == 0) return;  // the checks ran on rank 0
+  EXPECT_EQ(o.ran_once, count) << "a unit ran twice or not at all";
+  EXPECT_TRUE(o.nodes.count(o.job_nodes - 1)) << "nothing ran on node " << o.job_nodes - 1;
 }
 
 // Issue 25: a master_worker worker asked the master only when its load fell below the

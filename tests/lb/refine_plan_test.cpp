@@ -2,11 +2,13 @@
 // runtime (src/lb/refine_plan.hpp is pure computation).
 #include "refine_plan.hpp"
 #include "gather_tree.hpp"
+#include "master_groups.hpp"
 #include "moves_in_flight.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <vector>
@@ -197,6 +199,7 @@ TEST(MovesInFlight, GivesUpAfterItsPatience) {
 // ---- the tree greedy_refine gathers along -----------------------------------------------------
 
 using roam::lb::builtin::gather_tree;
+using roam::lb::builtin::master_groups;
 
 // Every node but the root has one parent, which lists it among its children; each node has
 // at most fan-out children; the depth is ⌈log_8 P⌉ at most; and the moves for a node reach
@@ -248,4 +251,41 @@ TEST(GatherTree, MovesFindTheChildOnTheirPath) {
   EXPECT_FALSE(gather_tree::in_subtree(1, 2));
   EXPECT_TRUE(gather_tree::in_subtree(1, 9));  // 9 is 1's first child
   EXPECT_FALSE(gather_tree::in_subtree(2, 9));
+}
+
+// ---- who asks whom in master_worker ---------------------------------------------------------
+
+// Up to 64 nodes everyone asks the master. Beyond, every node's requests reach the master in
+// at most two steps, each server covers exactly the nodes that ask it (with what they speak
+// for), and no server has more than about 2√P requesters.
+TEST(MasterGroups, EveryNodeReachesTheMasterAndEachServerCoversItsRequesters) {
+  for (roam::node_id nodes : {2u, 4u, 64u, 65u, 80u, 100u, 1000u, 1024u}) {
+    for (roam::node_id master : {0u, nodes / 2, nodes - 1}) {
+      const master_groups layout(nodes, master);
+      EXPECT_EQ(layout.grouped(), nodes > master_groups::flat_up_to);
+      std::map<roam::node_id, std::uint64_t> covered, requesters;
+      for (roam::node_id n = 0; n < nodes; ++n) {
+        if (n == master) continue;
+        const roam::node_id up = layout.up(n);
+        ASSERT_LT(up, nodes);
+        ASSERT_NE(up, n);
+        EXPECT_TRUE(up == master || (layout.leads(up) && layout.up(up) == master))
+            << n << " of " << nodes;
+        if (!layout.grouped()) {
+          EXPECT_EQ(up, master);
+        }
+        covered[up] += layout.represented(n);
+        ++requesters[up];
+      }
+      // A server covers itself and what its requesters speak for: the whole job at the master.
+      EXPECT_EQ(covered[master] + 1, nodes) << nodes << " nodes, master " << master;
+      EXPECT_EQ(layout.covered(master), nodes);
+      for (const auto& [server, sum] : covered) {
+        if (server != master) {
+          EXPECT_EQ(sum + 1, layout.covered(server));
+        }
+        EXPECT_LE(requesters[server], layout.grouped() ? 2 * std::sqrt(nodes) + 2 : nodes);
+      }
+    }
+  }
 }
