@@ -95,8 +95,9 @@ std::vector<setting<config>> core_settings() {
        "a waiting application thread runs its node's work (default on)", true,
        store_switch<&config::lend_app_thread>},
       {"stack-size", "ROAM_STACK_SIZE", "16K..1024M",
-       "stack of each handler and tasklet (bytes, or K/M suffix); an overflow stops the job "
-       "naming the handler (default 128K)",
+       "stack of each handler and tasklet, and of each worker's loop (network progress, "
+       "admitting arrivals); bytes, or K/M suffix; an overflow stops the job naming the "
+       "handler (default 128K)",
        false,
        [](config& c, std::string_view v, const std::string& o) {
          c.stack_bytes = bytes(v, o, std::uint64_t{16} << 10, max_stack_bytes);

@@ -35,6 +35,14 @@ namespace roam::detail {
 namespace ctx = boost::context::detail;
 constexpr std::uint32_t no_handler = ~0u;
 
+// What a fiber asks of the thread it leaves.
+struct switch_request {
+  bool done;                    // finished its item: back to the idle pool
+  void (*park)(fiber*, void*);  // suspended: register it here
+  void* arg;
+  fiber* self;  // the fiber that left (a worker loop hands itself over to a new fiber)
+};
+
 struct fiber {
   ctx::fcontext_t context = nullptr;  // where it continues when switched to
   // Its context was made for a worker loop, or it ran one and was abandoned with the loop's
@@ -49,6 +57,10 @@ struct fiber {
   std::uint32_t handler = no_handler;  // what runs on it, for a stack overflow's report
   const void* note = nullptr;          // exchange_fiber_note()
   std::uint64_t runs = 0;              // items started on it: tells its runs apart
+  // The request of a fiber leaving for good (its item done after a loop hand-over, or its
+  // loop over): here, not on its stack, whose frames (or the address sanitizer's fake
+  // stack) are gone when the context it returns to reads it.
+  switch_request farewell{};
 #if ROAM_TSAN_FIBERS
   void* tsan = nullptr;
 #endif
@@ -91,14 +103,6 @@ void note_suspension() {
         ". Each holds a " + std::to_string(stack_size.load(std::memory_order_relaxed) >> 10) +
         " KiB stack: let fewer wait at once, or raise the setting (and vm.max_map_count)");
 }
-
-// What a fiber asks of the thread it leaves.
-struct switch_request {
-  bool done;                    // finished its item: back to the idle pool
-  void (*park)(fiber*, void*);  // suspended: register it here
-  void* arg;
-  fiber* self;  // the fiber that left (a worker loop hands itself over to a new fiber)
-};
 
 // Where the running fiber returns when it leaves: the context that entered it, with what
 // the sanitizers need to switch back to that stack.
@@ -396,7 +400,8 @@ void loop_fiber_main(ctx::transfer_t t) {
   s.loop = start.self;
   s.current = nullptr;
   tl_running = start.self;
-  start.self->handler = no_handler;
+  start.self->handler = fiber_overflow::worker_loop;
+  start.self->node = current_node();
   if (start.handed_from != nullptr) {
     // The suspended item's fiber is saved: from here on it is an ordinary suspended fiber,
     // resumed by enter() and left when its item is done.
@@ -413,8 +418,8 @@ void loop_fiber_main(ctx::transfer_t t) {
   // The node stops: back to the thread's own stack for good.
   thread_state& now = state();
   now.loop = nullptr;
-  switch_request done{true, nullptr, nullptr, start.self};
-  leave(&done, false);
+  start.self->farewell = {true, nullptr, nullptr, start.self};
+  leave(&start.self->farewell, false);
 }
 
 // The item running on the thread's loop fiber suspends: a fresh fiber takes the loop over
@@ -508,13 +513,13 @@ void run_loop_item(work_item* w) {
   thread_state& now = state();
   if (now.loop == f) {  // it never suspended: still this thread's loop
     now.current = nullptr;
-    f->handler = no_handler;
+    f->handler = fiber_overflow::worker_loop;
     return;
   }
   // It suspended, a new fiber runs the loop, and this one was resumed to finish the item:
   // it returns to whoever resumed it, never to the old loop's frames below.
-  switch_request done{true, nullptr, nullptr, f};
-  leave(&done, false);
+  f->farewell = {true, nullptr, nullptr, f};
+  leave(&f->farewell, false);
 }
 
 bool on_fiber() noexcept { return state().current != nullptr; }

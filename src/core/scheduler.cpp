@@ -24,6 +24,9 @@ thread_local bool tl_is_application_thread = false;
 
 // xorshift: victim selection needs speed, not quality.
 thread_local std::uint32_t tl_random = 0x9e3779b9u;
+// A worker's items since its last network poll, and when that was (worker_loop).
+thread_local unsigned tl_items_since_poll = 0;
+thread_local std::chrono::steady_clock::time_point tl_last_poll{};
 std::uint32_t next_random() noexcept {
   std::uint32_t x = tl_random;
   x ^= x << 13;
@@ -331,9 +334,12 @@ void scheduler::worker_loop() {
   bool glance = false;
   bool woken = false;  // back from parking, not yet through a search
   unsigned rounds = 0;
-  unsigned items_since_poll = 0;
   constexpr auto busy_poll_interval = std::chrono::microseconds(20);
-  auto last_poll = std::chrono::steady_clock::now();
+  // The busy path's polling clock lives with the thread, not in this frame: a loop handed
+  // over (an item suspended) starts again here, and a stream in which every few items wait
+  // would otherwise never reach a poll.
+  unsigned& items_since_poll = tl_items_since_poll;
+  auto& last_poll = tl_last_poll;
   auto since = std::chrono::steady_clock::now();
   while (!stopping_.load(std::memory_order_relaxed)) {
     if (work_item* w = find_work(self)) {

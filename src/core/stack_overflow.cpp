@@ -76,8 +76,12 @@ void on_fault(int signal, siginfo_t* info, void* context) {
   }
   line_buffer line;
   line.add("roam: stack overflow in ");
-  const handler_entry* e = report.handler == ~0u ? nullptr : handler_registry::find(report.handler);
-  if (e) {
+  const bool loop = report.handler == fiber_overflow::worker_loop;
+  const handler_entry* e =
+      report.handler == ~0u || loop ? nullptr : handler_registry::find(report.handler);
+  if (loop) {
+    line.add("a worker's loop (network progress, admitting arrivals, load-balancing messages)");
+  } else if (e) {
     line.add("handler '");
     line.add(e->name.data(), e->name.size());
     line.add("'");
@@ -89,7 +93,7 @@ void on_fault(int signal, siginfo_t* info, void* context) {
   line.add(" (stack ");
   line.add(report.stack_bytes / 1024);
   line.add(" KiB; raise with --roam-stack-size or ROAM_STACK_SIZE");
-  if (!e) line.add(", or spawn the tasklet with roam::stack_size");
+  if (!e && !loop) line.add(", or spawn the tasklet with roam::stack_size");
   line.add(")\n");
   fatal_from_signal(line.text, line.used);
 }

@@ -75,7 +75,9 @@ struct config {
   /// Stack of every handler and tasklet, in bytes (a multiple of the page size is used;
   /// a guard page comes on top). A handler or tasklet that overflows it stops the job with
   /// "roam: stack overflow in handler '<name>' on node N". roam::spawn takes a larger stack
-  /// for one tasklet (roam::stack_size).
+  /// for one tasklet (roam::stack_size). Each worker's loop runs on a stack of this size too,
+  /// with what it does between handlers: polling the network, admitting arrivals (a
+  /// migrating object's deserialization), load-balancing messages.
   std::uint64_t stack_bytes = std::uint64_t{128} * 1024;
   /// Handlers and tasklets that may be suspended at once in a process (each holds a stack
   /// and two memory maps). Beyond it the job stops naming this setting, instead of failing

@@ -112,8 +112,10 @@ std::size_t stack_left() noexcept;
 /// What a fault at `address` says about the calling thread's fiber, if it hit (or jumped
 /// past) the fiber's guard page. Async-signal-safe.
 struct fiber_overflow {
+  /// `handler` of a worker's loop between items (polling the network, admitting arrivals).
+  static constexpr std::uint32_t worker_loop = ~0u - 1;
   node_id node = 0;
-  std::uint32_t handler = ~0u;  ///< handler id, or ~0u: a tasklet or other work
+  std::uint32_t handler = ~0u;  ///< handler id, worker_loop, or ~0u: a tasklet or other work
   std::size_t stack_bytes = 0;
 };
 bool fiber_overflow_at(const void* address, fiber_overflow& report) noexcept;
