@@ -483,15 +483,34 @@ class master_worker final : public distributing_policy {
   }
 
   void answered(bool given, double master_load) {
-    std::lock_guard guard(lock_);
-    asking_ = false;
-    heard_ = true;
-    master_load_ = master_load;
-    calm_ = given ? 0 : std::min(calm_ + 1, max_calm);
-    // What was given may still be on its way (an object leaves when its running handlers
-    // end): until it lands this node's load looks short of it, and asking again at once
-    // would be answered with the same work twice.
-    if (given) settle_ = settle_periods;
+    {
+      std::lock_guard guard(lock_);
+      asking_ = false;
+      heard_ = true;
+      master_load_ = master_load;
+      calm_ = given ? 0 : std::min(calm_ + 1, max_calm);
+      // What was given may still be on its way (an object leaves when its running handlers
+      // end): until it lands this node's load looks short of it, and asking again at once
+      // would be answered with the same work twice.
+      if (given) settle_ = settle_periods;
+    }
+    const master_groups layout(roam::num_nodes(), master_);
+    if (given && layout.leads(roam::this_node())) list_behind(layout);
+  }
+
+  /// A group's server that was given work lists its workers below the group's average with
+  /// the dry ones, to be invited (serve_waiting): its workers that are not dry heard it had
+  /// nothing, before it had any, and would otherwise ask again only every 32 periods.
+  void list_behind(const master_groups& layout) {
+    const double mine = local_load();
+    std::lock_guard serving(give_lock_);
+    double total = mine;
+    for (const auto& [worker, load] : known_) total += load;
+    const double average = total / layout.covered(roam::this_node());
+    for (const auto& [worker, load] : known_)
+      if (average - load > tolerance_ * average &&
+          std::find(waiting_.begin(), waiting_.end(), worker) == waiting_.end())
+        waiting_.push_back(worker);
   }
 
   const node_id master_;

@@ -34,7 +34,7 @@ class master_groups {
   }
   /// The nodes whose load `server`'s view of the average covers, itself included.
   [[nodiscard]] node_id covered(node_id server) const noexcept {
-    return server == master_ ? nodes_ : group_size(server);
+    return server == master_ || !grouped() ? nodes_ : group_size(server);
   }
 
  private:

@@ -5,7 +5,7 @@
 // must be resident on exactly one node: an object shipped to a rank that had already
 // stopped used to vanish (small) or hang the job (larger than a frame).
 //
-//   lb_job_end [--policy NAME] [--runs N]
+//   lb_job_end [--policy NAME] [--runs N] [--body-ms MS]
 //
 // Exit status 0 when every run keeps every object; a report on stderr otherwise.
 #include <roam/roam.hpp>
@@ -89,6 +89,10 @@ long job_sum(long here) {
 int main(int argc, char** argv) {
   const std::string policy = text_option(argc, argv, "--policy", "greedy_refine");
   const int runs = std::atoi(text_option(argc, argv, "--runs", "100"));
+  // How long the bodies let the balancers work before they return (plus 0-2 ms): a round of
+  // greedy_refine's tree takes 2 steps per level each way, and 16 oversubscribed ranks poll
+  // the network only every 0.1-1 ms while their threads sleep.
+  const int body_ms = std::atoi(text_option(argc, argv, "--body-ms", "2"));
 
   roam::config cfg = roam::config::from_args(argc, argv);
   cfg.of<roam::lb::policy_settings>().policy = policy;
@@ -107,7 +111,7 @@ int main(int argc, char** argv) {
           p.send<&block::touch>();
         }
       // Let the balancers start moving, then end while they still do.
-      std::this_thread::sleep_for(std::chrono::milliseconds(2 + run % 3));
+      std::this_thread::sleep_for(std::chrono::milliseconds(body_ms + run % 3));
       moved.fetch_add(static_cast<long>(roam::lb::local_statistics().objects_moved));
     });
     if (status != 0) {
