@@ -334,7 +334,9 @@ ctx::transfer_t jump_into(fiber* to, void* data, [[maybe_unused]] bool comes_bac
   return ctx::jump_fcontext(to->context, data);
 }
 
-// Back in a context that jump_into() left and that is not itself a fiber being resumed.
+// Completes a switch for the address sanitizer where the stack switched from is no return
+// point to record: back in a context that jump_into() left (`fake` as it saved it), or at
+// the start of a loop fiber taking over from another (nullptr).
 void landed([[maybe_unused]] void* fake) {
 #if ROAM_ASAN_FIBERS
   __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
@@ -406,9 +408,7 @@ void loop_fiber_main(ctx::transfer_t t) {
     // The suspended item's fiber is saved: from here on it is an ordinary suspended fiber,
     // resumed by enter() and left when its item is done.
     start.handed_from->context = t.fctx;
-#if ROAM_ASAN_FIBERS
-    __sanitizer_finish_switch_fiber(nullptr, nullptr, nullptr);
-#endif
+    landed(nullptr);  // a fresh fiber: no fake stack of its own to restore
     note_suspension();
     start.park(start.handed_from, start.arg);
   } else {
@@ -447,10 +447,10 @@ void resume_entry(work_item* w) {
   }
 }
 
-// What a fiber records about the item it starts.
+// What a fiber records about the item it starts (its node: the caller's business, since a
+// worker loop's fiber keeps the node it was started for).
 void begin_item(fiber* f, work_item* w) {
   f->item = w;
-  f->node = current_node();
   f->note = nullptr;
   ++f->runs;
   f->handler =
@@ -472,6 +472,7 @@ void run_item(work_item* w) {
     f = take_idle();
   }
   begin_item(f, w);
+  f->node = current_node();
   switch_request* r = enter(f);
   if (r->done) {
     give_back(f);
