@@ -407,9 +407,19 @@ class master_worker final : public distributing_policy {
   double group_load() {
     const double mine = local_load();
     std::lock_guard serving(give_lock_);
+    return total_with(mine);
+  }
+  /// `mine` plus what the requesters said they had, with what they were given since. Call
+  /// with give_lock_ held.
+  double total_with(double mine) const {
     double total = mine;
-    for (const auto& [worker, load] : known_) total += load;
+    for (const auto& [requester, load] : known_) total += load;
     return total;
+  }
+  /// The average load of the nodes this server covers, its own being `mine` (nodes not
+  /// heard from count as idle). Call with give_lock_ held.
+  double covered_average(double mine, const master_groups& layout) const {
+    return total_with(mine) / layout.covered(roam::this_node());
   }
 
   /// On a server: gives `from` its share. Returns whether anything moved and the server's
@@ -423,9 +433,7 @@ class master_worker final : public distributing_policy {
     // Every requester's load as this server last heard it: one number per node it serves
     // (at most about 2√P in a grouped job; nodes not heard from count as idle).
     known_[from] = their_load;
-    double total = mine;
-    for (const auto& [worker, load] : known_) total += load;
-    const double average = total / layout.covered(roam::this_node());
+    const double average = covered_average(mine, layout);
     const double size = layout.represented(from);
     const double share = std::min(mine - average, size * average - their_load);
     const auto [count, moved] =
@@ -454,9 +462,7 @@ class master_worker final : public distributing_policy {
         if (load > 0 && (smallest == 0 || load < smallest)) smallest = load;
       }
       if (smallest == 0) return;
-      double total = mine;
-      for (const auto& [worker, load] : known_) total += load;
-      const double average = total / layout.covered(roam::this_node());
+      const double average = covered_average(mine, layout);
       // In the order they came, while the server's surplus lasts; give() moves an object
       // only below twice the share.
       double spare = mine - average;
@@ -504,9 +510,7 @@ class master_worker final : public distributing_policy {
   void list_behind(const master_groups& layout) {
     const double mine = local_load();
     std::lock_guard serving(give_lock_);
-    double total = mine;
-    for (const auto& [worker, load] : known_) total += load;
-    const double average = total / layout.covered(roam::this_node());
+    const double average = covered_average(mine, layout);
     for (const auto& [worker, load] : known_)
       if (average - load > tolerance_ * average &&
           std::find(waiting_.begin(), waiting_.end(), worker) == waiting_.end())
@@ -641,7 +645,7 @@ class greedy_refine final : public distributing_policy {
     for (const auto& m : moves) {
       if (m.from == me) {
         (void)move(m.id, m.to);
-      } else if (m.from > me && gather_tree::in_subtree(me, m.from)) {
+      } else if (gather_tree::in_subtree(me, m.from)) {
         for_child[gather_tree::child_toward(me, m.from) - gather_tree::first_child(me)].push_back(
             m);
       }
