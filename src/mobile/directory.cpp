@@ -11,6 +11,18 @@ bool object_entry::learn_route(route r) noexcept {
   return false;
 }
 
+bool object_entry::restart_sequence(std::uint32_t series, std::uint64_t delivered) noexcept {
+  std::lock_guard guard(lock);  // one restart at a time (requests may repeat)
+  if (series_.load(std::memory_order_relaxed) != series) return true;
+  std::uint64_t expected = delivered;
+  if (!next_sequence_.compare_exchange_strong(expected, delivered | restarting,
+                                              std::memory_order_acq_rel))
+    return false;  // a message was numbered since: it is in flight
+  series_.store(series + 1, std::memory_order_release);
+  next_sequence_.store(0, std::memory_order_release);  // lets waiting takers go on
+  return true;
+}
+
 void directory::add_resident(object_entry& e) {
   std::lock_guard guard(residents_lock_);
   e.state().resident_slot = residents_.size();

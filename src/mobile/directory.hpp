@@ -79,10 +79,24 @@ class object_entry {
   }
   /// Adopts `r` if it is newer than what this node knows. Returns true if it did.
   bool learn_route(route r) noexcept;
-  /// Next sequence number for a message from this node to the object.
-  std::uint64_t take_sequence() noexcept {
-    return next_sequence_.fetch_add(1, std::memory_order_relaxed);
+  /// The series and sequence number of the next message from this node to the object.
+  struct ticket {
+    std::uint32_t series;
+    std::uint64_t seq;
+  };
+  ticket take_sequence() noexcept {
+    for (;;) {
+      const std::uint64_t seq = next_sequence_.fetch_add(1, std::memory_order_acq_rel);
+      // Read after the number: a new series cannot start while this message is unsent,
+      // since the holder has not delivered it (restart_sequence needs all delivered).
+      if (!(seq & restarting)) return {series_.load(std::memory_order_acquire), seq};
+      while (next_sequence_.load(std::memory_order_acquire) & restarting) cpu_relax();
+    }
   }
+  /// The object's holder delivered `delivered` messages of `series` from this node and
+  /// asks it to number the next ones in a new series from 0 (ADR 45). Returns true if this
+  /// node has moved past `series` (now, or earlier), false if it sent more meanwhile.
+  bool restart_sequence(std::uint32_t series, std::uint64_t delivered) noexcept;
 
   /// Held for a few dozen instructions per message (a spin lock costs half a mutex here);
   /// contended only by messages to the same object.
@@ -94,7 +108,10 @@ class object_entry {
  private:
   object_id id_;
   std::atomic<std::uint64_t> route_{0};
+  /// Set in next_sequence_ while a new series starts: takers wait for it to clear.
+  static constexpr std::uint64_t restarting = std::uint64_t{1} << 63;
   std::atomic<std::uint64_t> next_sequence_{0};
+  std::atomic<std::uint32_t> series_{0};
   std::unique_ptr<object_state> state_;  // guarded by lock
   friend class directory;
 };

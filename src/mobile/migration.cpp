@@ -80,9 +80,10 @@ void ship(node_runtime& n, object_entry& e, node_id dest, const message_header* 
       ih.reply_to = reply_request->reply_to;
     }
     ih.expected_count = static_cast<std::uint32_t>(s.expected.size());
-    for (const auto& [origin, next] : s.expected) {
-      w.write(&origin, sizeof origin);
-      w.write(&next, sizeof next);
+    for (const origin_order& o : s.expected) {
+      w.write(&o.origin, sizeof o.origin);
+      w.write(&o.series, sizeof o.series);
+      w.write(&o.next, sizeof o.next);
     }
     ih.ready_count = static_cast<std::uint32_t>(s.ready.size()) + (carried ? 1 : 0);
     if (carried) {
@@ -98,6 +99,7 @@ void ship(node_runtime& n, object_entry& e, node_id dest, const message_header* 
     s.ready.clear();
     s.early.clear();
     s.expected.clear();
+    s.arrivals_since_round = 0;
     recount_load(n, s, running_cost, running_count);
     s.migration_pending = false;
     directory_of(n).remove_resident(e);
@@ -265,10 +267,16 @@ void receive_migrated_object(node_runtime& n, message_ptr& m, object_unpack_func
   inst.version = ih.version;
   inst.object = unpack(r);
   for (std::uint32_t i = 0; i < ih.expected_count; ++i) {
-    std::pair<node_id, std::uint64_t> next;
-    r.read(&next.first, sizeof next.first);
-    r.read(&next.second, sizeof next.second);
-    inst.expected.push_back(next);
+    origin_order o;
+    r.read(&o.origin, sizeof o.origin);
+    r.read(&o.series, sizeof o.series);
+    r.read(&o.next, sizeof o.next);
+    // Sorted by origin, each once: the order gate's binary search relies on it.
+    if (o.origin >= size_of(n) || (i > 0 && o.origin <= inst.expected.back().origin))
+      throw deserialization_error("the ordering state packed with " + describe_object(ih.id) +
+                                  " names origin node " + std::to_string(o.origin) +
+                                  " out of order or out of range");
+    inst.expected.push_back(o);
   }
   // Their pending counts came with them (set_aside_message::transfer on the old node).
   for (std::uint32_t i = 0; i < ih.ready_count; ++i) inst.ready.push_back(read_message(r));

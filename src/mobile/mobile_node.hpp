@@ -74,6 +74,10 @@ void fail_object_message(node_runtime& n, message_ptr& m, const object_message_h
 void ship(node_runtime& n, object_entry& e, node_id dest, const message_header* reply_request,
           message_ptr* carried, double running_cost, std::uint32_t running_count);
 
+/// A compaction round of the object of `e` (a resident one; the caller does not hold its
+/// lock): asks its idle origins to restart their series (order_compaction.cpp).
+void ask_idle_origins_to_restart(node_runtime& n, object_entry& e);
+
 /// Runs a runtime operation (migrate, destroy, locate, gather) whose access is granted.
 void run_operation(node_runtime& n, object_entry& e, message_ptr& m,
                    const object_message_header& oh);
@@ -88,7 +92,7 @@ struct installation {
   object_id id;
   std::uint32_t version = 0;
   std::unique_ptr<object_box> object;
-  std::vector<std::pair<node_id, std::uint64_t>> expected;
+  std::vector<origin_order> expected;
   // Read from the install message; their pending counts came with them, and they become
   // set-aside tokens once the installation has checked them (a malformed one is reported,
   // not lost).

@@ -8,6 +8,7 @@
 #include <roam/mobile/object_info.hpp>
 #include <roam/transport/node_id.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -35,6 +36,25 @@ enum class order_outcome {
   duplicate_early,    ///< a number already waiting in `early`
 };
 
+/// How far one origin's messages to the object have been delivered. An origin numbers its
+/// messages to an object in a *series* from 0; it starts a new series only when this node
+/// asked it to and it had sent nothing since (ADR 45), so the entry can then be dropped.
+struct origin_order {
+  node_id origin = 0;
+  std::uint32_t series = 0;  ///< the origin's current series for the object
+  std::uint64_t next = 0;    ///< the next sequence number expected in that series
+  bool recent = true;        ///< a message arrived since the last compaction round
+  bool asked = false;        ///< asked to start a new series, not answered since
+};
+
+/// Asks `origin` to start a new series of messages to the object if it has sent exactly
+/// `delivered` messages in `series` (so none is in flight).
+struct forget_request {
+  node_id origin = 0;
+  std::uint32_t series = 0;
+  std::uint64_t delivered = 0;
+};
+
 /// What the access gate decided.
 enum class access_outcome {
   granted,  ///< its access is held for it now
@@ -47,29 +67,65 @@ struct object_mailbox {
   std::uint32_t shared_running = 0;
   /// Admitted (in order) messages waiting for access, first come first served.
   std::deque<set_aside_message> ready;
-  /// Next sequence number expected from each origin node (sorted by node).
-  std::vector<std::pair<node_id, std::uint64_t>> expected;
+  /// How far each origin node's messages were delivered (sorted by node). Bounded by the
+  /// origins that are active: see compaction_round_due.
+  std::vector<origin_order> expected;
+  /// In-order arrivals since the last compaction round (counted only while `expected` holds
+  /// more than origins_kept_without_asking).
+  std::uint32_t arrivals_since_round = 0;
   /// Messages that arrived before a predecessor from the same origin.
   std::map<std::pair<node_id, std::uint64_t>, set_aside_message> early;
   /// Messages routed here for an installation this node has not seen yet.
   std::vector<set_aside_message> awaiting_install;
 
-  std::uint64_t& expected_from(node_id origin);
+  /// Up to this many origins are kept without asking any of them to start a new series.
+  static constexpr std::size_t origins_kept_without_asking = 8;
+
+  /// The entry of `origin` for a message of `series`: created when absent, and restarted
+  /// at 0 when the origin has moved on to another series (it does so only once every
+  /// message of the last one was delivered here: ADR 45).
+  origin_order& order_of(node_id origin, std::uint32_t series) {
+    auto it = std::lower_bound(expected.begin(), expected.end(), origin,
+                               [](const origin_order& o, node_id n) { return o.origin < n; });
+    if (it != expected.end() && it->origin == origin && it->series == series) return *it;
+    return new_series(it, origin, series);
+  }
 
   // The gates run on every message to an object: the small ones are inline.
 
-  /// Order gate: whether message `seq` from `origin` is the next one; in_order advances the
-  /// origin's expected number.
-  order_outcome order_gate(node_id origin, std::uint64_t seq) {
-    std::uint64_t& next = expected_from(origin);
-    if (seq == next) {
-      ++next;
+  /// Order gate: whether message `seq` of `series` from `origin` is the next one; in_order
+  /// advances the origin's expected number.
+  order_outcome order_gate(node_id origin, std::uint32_t series, std::uint64_t seq) {
+    origin_order& o = order_of(origin, series);
+    o.recent = true;
+    o.asked = false;  // whatever it answers to an earlier request, it has sent more since
+    if (seq == o.next) {
+      ++o.next;
       return order_outcome::in_order;
     }
-    if (seq < next) return order_outcome::already_delivered;
+    if (seq < o.next) return order_outcome::already_delivered;
     if (early.count({origin, seq})) return order_outcome::duplicate_early;
     return order_outcome::early;
   }
+
+  /// Compaction, after an in-order arrival: whether a round is due. Rounds happen once the
+  /// table holds more than origins_kept_without_asking origins, after twice as many
+  /// arrivals as it has entries since the last round.
+  bool compaction_round_due() noexcept {
+    return expected.size() > origins_kept_without_asking &&
+           ++arrivals_since_round >= 2 * expected.size();
+  }
+  /// A compaction round: appends a request for each origin that sent nothing since the
+  /// last round (and has nothing waiting early), and starts a new round. An active origin
+  /// thus stays, and an idle one is asked within two rounds; a round costs at most one
+  /// request per entry and is paid for by as many arrivals.
+  void start_compaction_round(std::vector<forget_request>& out);
+  /// The origin answered a request: it starts a new series if it sent exactly `delivered`
+  /// messages in `series`. Drops its entry if that is still where it stands here; returns
+  /// whether it did.
+  bool forget_origin(node_id origin, std::uint32_t series, std::uint64_t delivered);
+  /// The entry of `origin`, or nullptr.
+  const origin_order* find_order(node_id origin) const noexcept;
   /// Access gate for a message that passed the order gate: granted when nothing waits before
   /// it, `blocked` is false (no migration waits) and its access is compatible with the
   /// running handlers; the grant is then taken.
@@ -109,7 +165,10 @@ struct object_mailbox {
   }
 
  private:
+  origin_order& new_series(std::vector<origin_order>::iterator at, node_id origin,
+                           std::uint32_t series);
   void admit_early(node_id origin);
+  bool has_early(node_id origin) const;
   void dispatch_waiting(set_aside_list& granted);
 };
 

@@ -293,7 +293,7 @@ void forward(node_runtime& n, message_ptr m, object_message_header oh, route r) 
   }
   oh.previous_hop = id_of(n) + 1;
   oh.version = r.version;
-  ++oh.hops;
+  if (oh.hops < UINT8_MAX) ++oh.hops;
   write_object_header(*m, oh);
   m->header.dest = r.location;
   post(n, std::move(m));
@@ -485,7 +485,7 @@ gate_result pass_gates(node_runtime& n, object_entry& e, message_ptr& m, object_
   }
   // Load counts a message from its arrival, whether it can run yet or not.
   count_arrival(n, s, oh.cost);
-  switch (s.order_gate(oh.origin, oh.seq)) {
+  switch (s.order_gate(oh.origin, oh.series, oh.seq)) {
     case order_outcome::in_order:
       break;
     case order_outcome::early:
@@ -522,9 +522,11 @@ gate_result pass_gates(node_runtime& n, object_entry& e, message_ptr& m, object_
     s.ready.push_back(set_aside_message::set_aside(n, std::move(m)));
   }
   s.admit_successors(oh.origin);  // those that arrived early are now in order
+  const bool compact = s.compaction_round_due();
   set_aside_list later;
   dispatch_ready(s, later);
   lock.unlock();
+  if (compact) ask_idle_origins_to_restart(n, e);
   if (granted_now) start_granted(n, std::move(granted_now));
   if (!later.empty()) start_granted(n, later);
   notify_load(n, oh.target);
@@ -581,7 +583,9 @@ bool admit_object_message(node_runtime& n, message_ptr& m) {
 node_id route_object_message(node_runtime& n, message& m) {
   object_message_header oh = read_object_header(m);
   object_entry& e = directory_of(n).find_or_insert(oh.target);
-  oh.seq = e.take_sequence();
+  const object_entry::ticket t = e.take_sequence();
+  oh.seq = t.seq;
+  oh.series = t.series;
   oh.origin = id_of(n);
   route r = e.current_route();
   oh.version = r.version;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -36,14 +37,92 @@ void drop(set_aside_list& list) {
 
 TEST(MailboxOrderGate, EachOriginIsDeliveredInSequence) {
   object_mailbox box;
-  EXPECT_EQ(box.order_gate(3, 0), order_outcome::in_order);
-  EXPECT_EQ(box.order_gate(3, 1), order_outcome::in_order);
-  EXPECT_EQ(box.order_gate(5, 0), order_outcome::in_order);  // origins are independent
-  EXPECT_EQ(box.order_gate(3, 3), order_outcome::early);     // 2 is missing
-  EXPECT_EQ(box.expected_from(3), 2u);                       // early does not advance
+  EXPECT_EQ(box.order_gate(3, 0, 0), order_outcome::in_order);
+  EXPECT_EQ(box.order_gate(3, 0, 1), order_outcome::in_order);
+  EXPECT_EQ(box.order_gate(5, 0, 0), order_outcome::in_order);  // origins are independent
+  EXPECT_EQ(box.order_gate(3, 0, 3), order_outcome::early);     // 2 is missing
+  EXPECT_EQ(box.find_order(3)->next, 2u);                       // early does not advance
   box.early.emplace(std::pair{3u, 3ull}, object_message(access::shared, 3, 3));
-  EXPECT_EQ(box.order_gate(3, 3), order_outcome::duplicate_early);
-  EXPECT_EQ(box.order_gate(3, 1), order_outcome::already_delivered);
+  EXPECT_EQ(box.order_gate(3, 0, 3), order_outcome::duplicate_early);
+  EXPECT_EQ(box.order_gate(3, 0, 1), order_outcome::already_delivered);
+  for (auto& [key, m] : box.early) (void)std::move(m).transfer();
+}
+
+TEST(MailboxOrderGate, ANewSeriesStartsAtZero) {
+  object_mailbox box;
+  for (std::uint64_t seq = 0; seq < 5; ++seq)
+    ASSERT_EQ(box.order_gate(2, 7, seq), order_outcome::in_order);
+  // The origin moved on (it does only once all of series 7 was delivered): 0 again.
+  EXPECT_EQ(box.order_gate(2, 8, 1), order_outcome::early);
+  EXPECT_EQ(box.find_order(2)->series, 8u);
+  EXPECT_EQ(box.find_order(2)->next, 0u);
+  EXPECT_EQ(box.order_gate(2, 8, 0), order_outcome::in_order);
+  // An origin the table forgot starts wherever its series starts: at 0.
+  EXPECT_EQ(box.order_gate(4, 3, 0), order_outcome::in_order);
+  EXPECT_EQ(box.order_gate(4, 3, 0), order_outcome::already_delivered);
+}
+
+// Fills a mailbox with `origins` origins (1..origins), `each` in-order messages apiece.
+void deliver_from(object_mailbox& box, roam::node_id origins, std::uint64_t each,
+                  std::vector<forget_request>& asked) {
+  for (roam::node_id o = 1; o <= origins; ++o)
+    for (std::uint64_t k = 0; k < each; ++k) {
+      const std::uint64_t seq = box.find_order(o) ? box.find_order(o)->next : 0;
+      ASSERT_EQ(box.order_gate(o, 0, seq), order_outcome::in_order);
+      if (box.compaction_round_due()) box.start_compaction_round(asked);
+    }
+}
+
+TEST(MailboxCompaction, SmallTablesAreNeverCompacted) {
+  object_mailbox box;
+  std::vector<forget_request> asked;
+  deliver_from(box, object_mailbox::origins_kept_without_asking, 1000, asked);
+  EXPECT_TRUE(asked.empty());
+}
+
+TEST(MailboxCompaction, IdleOriginsAreAskedActiveOnesStay) {
+  object_mailbox box;
+  std::vector<forget_request> asked;
+  deliver_from(box, 40, 1, asked);  // 40 origins, one message each
+  // Origin 1 keeps sending: the others are idle and asked within two rounds, each once,
+  // with the count delivered from it.
+  for (int k = 0; k < 400; ++k) {
+    ASSERT_EQ(box.order_gate(1, 0, box.find_order(1)->next), order_outcome::in_order);
+    if (box.compaction_round_due()) box.start_compaction_round(asked);
+  }
+  std::vector<roam::node_id> who;
+  for (const forget_request& r : asked) {
+    EXPECT_EQ(r.delivered, 1u);
+    EXPECT_EQ(r.series, 0u);
+    who.push_back(r.origin);
+  }
+  std::sort(who.begin(), who.end());
+  EXPECT_TRUE(std::adjacent_find(who.begin(), who.end()) == who.end()) << "asked twice";
+  EXPECT_EQ(who.size(), 39u);
+  EXPECT_TRUE(std::find(who.begin(), who.end(), 1u) == who.end()) << "the active one asked";
+  // Their answers drop them; the active origin stays.
+  for (const forget_request& r : asked)
+    EXPECT_TRUE(box.forget_origin(r.origin, r.series, r.delivered));
+  EXPECT_EQ(box.expected.size(), 1u);
+  EXPECT_EQ(box.find_order(1)->next, 401u);
+}
+
+TEST(MailboxCompaction, AnAnswerIsIgnoredIfTheOriginSentMoreSinceTheRequest) {
+  object_mailbox box;
+  ASSERT_EQ(box.order_gate(3, 0, 0), order_outcome::in_order);
+  ASSERT_EQ(box.order_gate(3, 0, 1), order_outcome::in_order);
+  // More of the same series after the request: not dropped (it sent 3, not 2).
+  ASSERT_EQ(box.order_gate(3, 0, 2), order_outcome::in_order);
+  EXPECT_FALSE(box.forget_origin(3, 0, 2));
+  // A message of the new series overtook the answer: the entry is the new series's.
+  ASSERT_EQ(box.order_gate(3, 1, 0), order_outcome::in_order);
+  EXPECT_FALSE(box.forget_origin(3, 0, 3));
+  EXPECT_EQ(box.find_order(3)->series, 1u);
+  // An origin with a message waiting early is not dropped either.
+  ASSERT_EQ(box.order_gate(3, 1, 2), order_outcome::early);
+  box.early.emplace(std::pair{3u, 2ull}, object_message(access::shared, 3, 2));
+  EXPECT_FALSE(box.forget_origin(3, 1, 1));
+  EXPECT_TRUE(box.forget_origin(9, 0, 0) == false);  // unknown origin
   for (auto& [key, m] : box.early) (void)std::move(m).transfer();
 }
 
@@ -71,20 +150,20 @@ TEST(MailboxAccessGate, ExclusiveAloneSharedTogetherFirstComeFirstServed) {
 
 TEST(MailboxAdmitSuccessors, EarlyMessagesJoinTheQueueOnceInOrder) {
   object_mailbox box;
-  EXPECT_EQ(box.order_gate(1, 0), order_outcome::in_order);
+  EXPECT_EQ(box.order_gate(1, 0, 0), order_outcome::in_order);
   for (std::uint64_t seq : {2u, 3u, 5u}) {
-    ASSERT_EQ(box.order_gate(1, seq), order_outcome::early);
+    ASSERT_EQ(box.order_gate(1, 0, seq), order_outcome::early);
     box.early.emplace(std::pair{1u, seq}, object_message(access::shared, 1, seq));
   }
   box.admit_successors(1);  // 1 has not arrived: nothing moves
   EXPECT_TRUE(box.ready.empty());
-  ASSERT_EQ(box.order_gate(1, 1), order_outcome::in_order);
+  ASSERT_EQ(box.order_gate(1, 0, 1), order_outcome::in_order);
   box.admit_successors(1);  // 2 and 3 follow 1; 5 still waits for 4
   ASSERT_EQ(box.ready.size(), 2u);
   EXPECT_EQ(seq_of(box.ready[0]), 2u);
   EXPECT_EQ(seq_of(box.ready[1]), 3u);
   EXPECT_EQ(box.ready[0]->local_progress, stage_admitted);
-  EXPECT_EQ(box.expected_from(1), 4u);
+  EXPECT_EQ(box.find_order(1)->next, 4u);
   EXPECT_EQ(box.early.size(), 1u);
   for (auto& m : box.ready) (void)std::move(m).transfer();
   for (auto& [key, m] : box.early) (void)std::move(m).transfer();

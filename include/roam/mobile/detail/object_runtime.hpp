@@ -19,7 +19,7 @@
 namespace roam::detail {
 
 /// Runtime operations carried by object messages (0: a user handler).
-enum object_operation : std::uint32_t {
+enum object_operation : std::uint8_t {
   operation_none = 0,
   operation_migrate = 1,
   operation_destroy = 2,
@@ -30,13 +30,16 @@ enum object_operation : std::uint32_t {
 /// The first bytes of the payload of every message to a mobile object.
 struct object_message_header {
   object_id target;
-  std::uint64_t seq = 0;      ///< per (origin node, object), from 0
+  std::uint64_t seq = 0;      ///< per (origin node, object, series), from 0
   std::uint32_t origin = 0;   ///< the node that sent it (forwarding keeps it)
   std::uint32_t version = 0;  ///< directory version of the route it was sent on
   std::uint8_t access = 0;    ///< roam::access
   std::uint8_t unused = 0;    ///< 0 (how far a node got is message::local_progress)
-  std::uint16_t hops = 0;     ///< times it was forwarded
-  std::uint32_t operation = operation_none;
+  std::uint8_t hops = 0;      ///< times it was forwarded (stays at 255 beyond)
+  std::uint8_t operation = operation_none;
+  /// The origin's numbering series for the object: a new one starts at 0 once the object's
+  /// holder has delivered the last and asked for it (ADR 45).
+  std::uint32_t series = 0;
   float cost = 1.0f;  ///< the sender's estimate of the handler's work (load balancing)
   /// 1 + the node that forwarded it last; 0 while it has not been forwarded. That node
   /// learns the object's newer route from the next one (forwarding shortcuts).
@@ -121,6 +124,10 @@ float& current_send_cost() noexcept;
 std::string object_type_name(std::uint32_t type);
 /// "object 0:17 (Block)": how errors name an object.
 std::string describe_object(const object_id& id);
+
+/// For tests: how many origin nodes the calling node keeps ordering state for, for an object
+/// it holds (0 if it does not hold it).
+std::size_t ordered_origins(const object_id& id);
 
 /// The runtime operations on one object (see lifecycle.hpp for their guarantees).
 future<void> migrate_object(const object_id& id, node_id dest);
