@@ -126,7 +126,7 @@ large_block_cache& large_blocks() {
 message_ptr message::allocate(std::size_t payload_capacity) {
   if (payload_capacity <= pooled_payload_capacity)
     return message_ptr(new (small_blocks::get()) message(pooled_payload_capacity, true));
-  if (payload_capacity > std::numeric_limits<std::uint32_t>::max() - sizeof(message))
+  if (payload_capacity > max_payload_bytes)
     throw std::length_error("message payload of " + std::to_string(payload_capacity) +
                             " bytes exceeds the 4 GiB limit");
   const std::size_t bytes = sizeof(message) + payload_capacity;

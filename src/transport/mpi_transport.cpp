@@ -6,8 +6,10 @@
 // communication thread, or whichever idle worker or waiting thread gets there first), so
 // MPI_THREAD_SERIALIZED suffices. Only non-blocking calls are used. Payloads up to the
 // frame size (mpi_transport_options::frame_payload_bytes: the inline threshold, raised to the size
-// of an aggregation buffer) travel inside the header message; larger ones follow in a second
-// message whose exact receive the receiver posts when the header arrives. Deliveries from
+// of an aggregation buffer) travel inside the header message; larger ones follow in chunks of
+// at most payload_chunk_bytes (MPI counts are ints), whose exact receives the receiver posts,
+// in order, when the header arrives (MPI matches messages of one source and tag in the order
+// they were sent). Deliveries from
 // one source are released in arrival order of their headers, so a small message never
 // overtakes a large one sent before it (FIFO per source/destination pair). A credit window
 // per pair of ranks (send_credits.hpp) bounds what one rank has in flight to another.
@@ -161,9 +163,6 @@ class mpi_transport final : public transport {
       return;
     }
     seal(m->header);  // the header is checked by the receiving process
-    if (m->header.payload_size > static_cast<std::uint64_t>(INT_MAX))
-      fatal("a message of " + std::to_string(m->header.payload_size) +
-            " payload bytes exceeds the mpi transport's 2 GiB limit per message");
     if (direct_sends_ && !queued_.load(std::memory_order_acquire) && try_lock_progress()) {
       // Fast path: nobody drives MPI and nothing is queued before us, so starting the send
       // here keeps FIFO order and skips the queue.
@@ -313,7 +312,10 @@ class mpi_transport final : public transport {
   };
   struct pending_receive {
     message_ptr m;
-    MPI_Request data = MPI_REQUEST_NULL;
+    /// The receives of a large payload's chunks, in order (none for a message that arrived
+    /// whole), and how many of them completed.
+    std::vector<MPI_Request> chunks;
+    std::size_t chunks_done = 0;
   };
 
   void post_isend(const void* data, int bytes, int dest, int tag, std::size_t slot) {
@@ -349,9 +351,12 @@ class mpi_transport final : public transport {
       post_isend(m->wire_data(), static_cast<int>(m->wire_size()), dest, tag_header,
                  new_slot(m, 1, dest));
     } else {
-      std::size_t s = new_slot(m, 2, dest);
+      const std::uint64_t size = m->header.payload_size;
+      const std::size_t s = new_slot(m, 1 + static_cast<int>(chunk_count(size)), dest);
       post_isend(m->wire_data(), sizeof(message_header), dest, tag_header, s);
-      post_isend(m->payload(), static_cast<int>(m->header.payload_size), dest, tag_data, s);
+      for (std::uint64_t at = 0; at < size; at += payload_chunk_bytes)
+        post_isend(m->payload() + at, static_cast<int>(std::min(payload_chunk_bytes, size - at)),
+                   dest, tag_data, s);
     }
   }
 
@@ -583,19 +588,22 @@ class mpi_transport final : public transport {
       // A header alone announcing a large payload starts a split-phase receive; anything
       // else is a truncated or corrupt frame. Check the header before trusting its size.
       bool split = payload == 0 && h.payload_size > frame_payload_ && h.magic == message_magic &&
-                   h.checksum == header_checksum(h) &&
-                   h.payload_size <= static_cast<std::uint64_t>(INT_MAX);
+                   h.checksum == header_checksum(h) && h.payload_size <= max_payload_bytes;
       if (!split)
         fatal("received a truncated or corrupt message from rank " + std::to_string(source) +
               ": its header announces " + std::to_string(h.payload_size) + " payload bytes but " +
               std::to_string(payload) + " arrived");
       message::reserve(m, h.payload_size, 0);
-      check(MPI_Irecv(m->payload(), static_cast<int>(m->header.payload_size), MPI_BYTE, source,
-                      tag_data, comm_, &p.data),
+      const std::uint64_t size = m->header.payload_size;
+      p.chunks.resize(chunk_count(size), MPI_REQUEST_NULL);
+      for (std::uint64_t at = 0, i = 0; at < size; at += payload_chunk_bytes, ++i)
+        check(
+            MPI_Irecv(m->payload() + at, static_cast<int>(std::min(payload_chunk_bytes, size - at)),
+                      MPI_BYTE, source, tag_data, comm_, &p.chunks[i]),
             "MPI_Irecv", source);
     }
     auto queue = waiting_.find(source);
-    if (queue == waiting_.end() && p.data == MPI_REQUEST_NULL) {
+    if (queue == waiting_.end() && p.chunks.empty()) {
       deliver_from(source, std::move(m));
       return;
     }
@@ -616,10 +624,10 @@ class mpi_transport final : public transport {
       auto& queue = next->second;
       while (!queue.empty()) {
         auto& front = queue.front();
-        if (front.data != MPI_REQUEST_NULL) {
+        while (front.chunks_done < front.chunks.size()) {
           int flag = 0;
           MPI_Status status;
-          const int rc = MPI_Test(&front.data, &flag, &status);
+          const int rc = MPI_Test(&front.chunks[front.chunks_done], &flag, &status);
           if (rc != MPI_SUCCESS) {
             int error_class = 0;
             MPI_Error_class(rc, &error_class);
@@ -630,7 +638,9 @@ class mpi_transport final : public transport {
             check(rc, "MPI_Test (a payload)", source);
           }
           if (!flag) break;
+          ++front.chunks_done;
         }
+        if (front.chunks_done < front.chunks.size()) break;  // the rest waits behind it
         deliver_from(source, std::move(front.m));
         queue.pop_front();
         did = true;
@@ -664,6 +674,11 @@ class mpi_transport final : public transport {
 
   std::atomic<bool> progress_busy_{false};  // whoever holds it drives MPI; guards all below
   static constexpr std::size_t max_requests_in_flight = 1024;
+  /// A large payload travels in chunks of this size at most (an MPI count is an int).
+  static constexpr std::uint64_t payload_chunk_bytes = std::uint64_t{1} << 30;
+  static std::uint64_t chunk_count(std::uint64_t payload) noexcept {
+    return (payload + payload_chunk_bytes - 1) / payload_chunk_bytes;
+  }
   static constexpr std::size_t test_window = 64;
   std::deque<message*> backlog_;  // sends waiting for a free request slot, in order
   std::vector<MPI_Request> send_requests_;

@@ -118,6 +118,9 @@ class message : public work_item {
 // 16 the payload is 16-byte aligned too, so bulk data can be used in place.
 static_assert(sizeof(message) % 16 == 0);
 
+/// The largest payload a block holds (about 4 GiB: a block's capacity is 32 bits).
+inline constexpr std::uint64_t max_payload_bytes = std::uint64_t{UINT32_MAX} - sizeof(message);
+
 /// Payload capacity of pooled blocks; larger messages are allocated to size.
 inline constexpr std::size_t pooled_payload_capacity = 1024 - 64 - 16;
 
