@@ -388,6 +388,11 @@ void hold_back_application_thread(node_runtime& from, node_id dest) {
   }
 }
 
+std::uint64_t largest_message_to(node_runtime& from, node_id dest) noexcept {
+  if (routed_elsewhere(from, dest)) return largest_carried_message;
+  return sizeof(message_header) + max_payload_bytes;
+}
+
 void post(node_runtime& from, message_ptr m) {
   message_header& h = m->header;
   h.source = from.id();

@@ -4,9 +4,14 @@
 // overlaps a running handler.
 #include "mobile_node.hpp"
 
+#include <roam/base/detail/fatal.hpp>
+#include <roam/base/detail/message_text.hpp>
+#include <roam/base/error.hpp>
 #include <roam/core/detail/handler_registry.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <numeric>
 
@@ -55,25 +60,50 @@ message_ptr read_message(message_reader& r) {
   return m;
 }
 
-/// Packs the object and everything waiting for it, and sends it to `dest`. The caller
-/// holds exclusive access. `carried`, if given, is the running message: it goes first in
-/// the object's queue there (a gather continues on the destination).
+/// Bytes write_message() takes for `m`.
+std::uint64_t packed_size(const message& m) noexcept {
+  return sizeof(std::uint64_t) + m.wire_size();
+}
+
 }  // namespace
 
-void ship(node_runtime& n, object_entry& e, node_id dest, const message_header* reply_request,
-          message_ptr* carried, double running_cost, std::uint32_t running_count) {
+ship_result ship(node_runtime& n, object_entry& e, node_id dest,
+                 const message_header* reply_request, message_ptr* carried, double running_cost,
+                 std::uint32_t running_count) {
   object_state& s = e.state();
+  ship_result result;
+  result.id = object_id{e.id().home, s.type, e.id().index};
+  result.limit = largest_message_to(n, dest) - sizeof(message_header);
   message_ptr out = message::allocate(0);
   out->header.handler = s.type;  // the type's install handler
   out->header.dest = dest;
   message_writer w(out);
   install_wire ih;
   w.write(&ih, sizeof ih);
-  s.object->pack(w);  // exclusive access: nobody changes the object meanwhile
+  try {
+    s.object->pack(w);  // exclusive access: nobody changes the object meanwhile
+  } catch (const std::length_error&) {
+    result.shipped = false;  // larger than any block: bytes stays 0 (unknown)
+    return result;
+  }
   std::unique_ptr<object_box> moved_out;
   {
     std::lock_guard guard(e.lock);
-    ih.id = object_id{e.id().home, s.type, e.id().index};
+    // Sized before anything is taken from the object, so that a refusal changes nothing
+    // (its messages would be lost halfway through otherwise) and nothing grows below.
+    std::uint64_t bytes =
+        w.position() +
+        s.expected.size() * (sizeof(node_id) + sizeof(std::uint32_t) + sizeof(std::uint64_t));
+    if (carried) bytes += packed_size(**carried);
+    for (const set_aside_message& m : s.ready) bytes += packed_size(*m);
+    for (const auto& [key, m] : s.early) bytes += packed_size(*m);
+    if (bytes > result.limit) {
+      result.shipped = false;
+      result.bytes = bytes;
+      return result;
+    }
+    message::reserve(out, bytes, w.position());
+    ih.id = result.id;
     ih.version = e.current_route().version + 1;
     if (reply_request) {
       ih.reply_node = reply_request->source;
@@ -109,6 +139,25 @@ void ship(node_runtime& n, object_entry& e, node_id dest, const message_header* 
   std::memcpy(out->payload(), &ih, sizeof ih);
   post(n, std::move(out));
   notify_load(n, e.id());
+  return result;
+}
+
+std::string too_large_to_ship(node_id dest, const ship_result& r) {
+  return describe_object(r.id) + " cannot move to node " + std::to_string(dest) +
+         ": packed with the messages waiting for it, it takes " +
+         (r.bytes == 0 ? "more than " + std::to_string(max_payload_bytes)
+                       : std::to_string(r.bytes)) +
+         " bytes, more than one message carries (" + std::to_string(r.limit) +
+         "); it stays where it is";
+}
+
+void warn_move_refused(node_id dest, const ship_result& r) {
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true))
+    std::fprintf(stderr, "%s\n",
+                 error_text("warning: a load balancer's move was refused: " +
+                            too_large_to_ship(dest, r) + " (said once per process)")
+                     .c_str());
 }
 
 namespace {
@@ -164,7 +213,12 @@ void run_operation(node_runtime& n, object_entry& e, message_ptr& m,
         if (wants_reply) run_and_reply<void>(n, request, "roam::migrate", [] {});
         return;
       }
-      ship(n, e, dest, wants_reply ? &request : nullptr, nullptr, oh.cost, 1);
+      const ship_result shipped =
+          ship(n, e, dest, wants_reply ? &request : nullptr, nullptr, oh.cost, 1);
+      if (shipped.shipped) return;
+      const std::string why = too_large_to_ship(dest, shipped);
+      if (!wants_reply) fatal("roam::migrate: " + why);
+      run_and_reply<void>(n, request, "roam::migrate", [&why] { throw usage_error(why); });
       return;
     }
     case operation_destroy:
@@ -184,7 +238,9 @@ void run_operation(node_runtime& n, object_entry& e, message_ptr& m,
       r.expect_end();
       if (at >= size_of(n)) throw deserialization_error("gather to node " + std::to_string(at));
       if (at != id_of(n)) {
-        ship(n, e, at, nullptr, &m, oh.cost, 1);  // continues there, first in the queue
+        // Continues there, first in the queue.
+        const ship_result shipped = ship(n, e, at, nullptr, &m, oh.cost, 1);
+        if (!shipped.shipped) fatal("roam::call_together: " + too_large_to_ship(at, shipped));
         return;
       }
       // Here: hold the object (this handler keeps its exclusive access) until released.

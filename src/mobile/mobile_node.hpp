@@ -67,12 +67,27 @@ void notify_load(node_runtime& n, const object_id& id) noexcept;
 void fail_object_message(node_runtime& n, message_ptr& m, const object_message_header& oh,
                          const std::string& problem);
 
+/// What ship() did: shipped the object, or refused because the packed object and its
+/// waiting messages (`bytes`; 0 when the object alone exceeds a block) exceed what one
+/// message to the destination carries (`limit`).
+struct ship_result {
+  object_id id;  ///< the object, its type included
+  bool shipped = true;
+  std::uint64_t bytes = 0;
+  std::uint64_t limit = 0;
+};
 /// Packs the object and everything waiting for it and sends it to `dest`; the caller holds
 /// exclusive access. `running_cost` / `running_count`: what the running handlers add to the
 /// object's load here (they finish here). `carried`: the running message, to go first in the
-/// object's queue there.
-void ship(node_runtime& n, object_entry& e, node_id dest, const message_header* reply_request,
-          message_ptr* carried, double running_cost, std::uint32_t running_count);
+/// object's queue there. A refusal changes nothing: the object, its messages and the
+/// caller's access stay as they were.
+ship_result ship(node_runtime& n, object_entry& e, node_id dest,
+                 const message_header* reply_request, message_ptr* carried, double running_cost,
+                 std::uint32_t running_count);
+/// "mobile object 0:1 (T) cannot move to node 3: …": why ship() refused.
+std::string too_large_to_ship(node_id dest, const ship_result& r);
+/// A load balancer's move that ship() refused: warns once per process (the object stays).
+void warn_move_refused(node_id dest, const ship_result& r);
 
 /// A compaction round of the object of `e` (a resident one; the caller does not hold its
 /// lock): asks its idle origins to restart their series (order_compaction.cpp).

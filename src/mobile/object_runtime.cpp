@@ -191,7 +191,8 @@ void release_access(node_runtime& n, object_entry& e, std::uint8_t mode, bool co
     }
   }
   if (migrate_now) {
-    ship(n, e, target, nullptr, nullptr, 0, 0);
+    const ship_result shipped = ship(n, e, target, nullptr, nullptr, 0, 0);
+    if (!shipped.shipped) warn_move_refused(target, shipped);
     release_access(n, e, static_cast<std::uint8_t>(access::exclusive));
     return;
   }
@@ -261,9 +262,10 @@ bool migrate_resident(node_runtime& n, const object_id& id, node_id dest) {
     }
     s->exclusive_running = true;
   }
-  ship(n, *e, dest, nullptr, nullptr, 0, 0);
+  const ship_result shipped = ship(n, *e, dest, nullptr, nullptr, 0, 0);
+  if (!shipped.shipped) warn_move_refused(dest, shipped);
   release_access(n, *e, static_cast<std::uint8_t>(access::exclusive));
-  return true;
+  return shipped.shipped;
 }
 
 location_outcome location_gate(const object_state& s, const object_entry& e,
@@ -325,7 +327,8 @@ bool revoked(node_runtime& n, object_entry& e, message_ptr& m, object_message_he
     }
   }
   if (ship_now) {
-    ship(n, e, target, nullptr, nullptr, 0, 0);
+    const ship_result shipped = ship(n, e, target, nullptr, nullptr, 0, 0);
+    if (!shipped.shipped) warn_move_refused(target, shipped);
     release_access(n, e, static_cast<std::uint8_t>(access::exclusive));
   }
   return true;

@@ -142,7 +142,11 @@ message_ptr message::allocate(std::size_t payload_capacity) {
 
 void message::reserve(message_ptr& m, std::size_t payload_capacity, std::size_t keep) {
   if (payload_capacity <= m->capacity()) return;
-  std::size_t grown = std::max(payload_capacity, 2 * m->capacity());
+  // Doubling stops at what a block holds: a payload that fits must not fail because its
+  // doubled capacity would not.
+  const std::size_t grown = std::max<std::size_t>(
+      payload_capacity,
+      std::min<std::uint64_t>(2 * std::uint64_t{m->capacity()}, max_payload_bytes));
   message_ptr bigger = allocate(grown);
   bigger->header = m->header;
   std::memcpy(bigger->payload(), m->payload(), keep);

@@ -67,3 +67,15 @@ TEST(Message, ReserveKeepsHeaderAndPrefix) {
   EXPECT_EQ(m->header.handler, 5u);
   for (int i = 0; i < 8; ++i) EXPECT_EQ(m->payload()[i], std::byte(i));
 }
+
+TEST(Message, ReserveGrowsUpToWhatABlockHoldsNotBeyond) {
+  // Doubling a 3 GiB block would pass the 4 GiB limit; a payload that fits must still be
+  // given room. (Large blocks are allocated untouched: this costs address space, not memory.)
+  message_ptr m = message::allocate(std::size_t{3} << 30);
+  m->header.handler = 7;
+  message::reserve(m, (std::size_t{3} << 30) + 1, 0);
+  EXPECT_GE(m->capacity(), (std::size_t{3} << 30) + 1);
+  EXPECT_LE(m->capacity(), roam::detail::max_payload_bytes);
+  EXPECT_EQ(m->header.handler, 7u);
+  EXPECT_THROW(message::reserve(m, roam::detail::max_payload_bytes + 1, 0), std::length_error);
+}

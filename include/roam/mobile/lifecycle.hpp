@@ -122,7 +122,9 @@ mobile_ptr<T> make_mobile(placement at, Args&&... args) {
 /// Handlers waiting for the object move with it; messages sent to the old node are
 /// forwarded. Inside a handler on the same object, do not wait on the future: the
 /// migration runs after that handler returns, so such a wait throws roam::usage_error
-/// (the same holds for destroy, and for locate from an exclusive handler).
+/// (the same holds for destroy, and for locate from an exclusive handler). An object that,
+/// packed with the messages waiting for it, exceeds what one message carries (about 4 GiB)
+/// does not move: the future throws roam::remote_error and the object stays, intact.
 template <class T>
 future<void> migrate(const mobile_ptr<T>& p, node_id dest) {
   return detail::migrate_object(p.id(), dest);

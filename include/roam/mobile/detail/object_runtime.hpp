@@ -177,7 +177,9 @@ std::vector<object_load> resident_objects(node_runtime& n);
 double resident_load(node_runtime& n);
 /// Moves a resident object to `dest` ahead of its queued messages, which go with it: at
 /// once if no handler runs on it, else as soon as those finish (nothing new starts
-/// meanwhile). Returns false if the object is not resident on `n` or already leaving.
+/// meanwhile). Returns false if the object is not resident on `n` or already leaving, or
+/// when it cannot move at once because it is too large for one message (it stays; a
+/// warning says so once per process).
 bool migrate_resident(node_runtime& n, const object_id& id, node_id dest);
 /// Hands a granted message that a scheduling policy holds (object_hooks::push) back without
 /// running it, when migrate_resident waits for it: it goes with its object. If its object
