@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
                error.find("it stays where it is") != std::string::npos,
            "roam::migrate should fail clearly, but said: '" + error + "'");
     expect(p.call<&slab::where>().get() == 0, "the object left node 0");
-    expect(p.call<&slab::total>().get() == 2 * 8192, "a waiting message was lost");
+    expect(p.call<&slab::total>().get() == 2L * 8192, "a waiting message was lost");
     expect(p.call<&slab::size>().get() == size, "the object's size changed");
     expect(p.call<&slab::intact>().get(), "the object's bytes changed");
     roam::destroy(p).get();
