@@ -64,6 +64,9 @@ struct object_state : object_mailbox {
   /// Granted handlers that have started (the others may still be revoked).
   std::atomic<std::uint32_t> started{0};
   node_id migration_target = 0;
+  /// A load balancer's move was refused: the object is too large for one message. The
+  /// balancers do not pack it again (migrate_resident declines it).
+  bool too_large_to_move = false;
   /// Position in the directory's list of resident objects.
   std::size_t resident_slot = 0;
 };

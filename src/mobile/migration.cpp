@@ -151,13 +151,18 @@ std::string too_large_to_ship(node_id dest, const ship_result& r) {
          "); it stays where it is";
 }
 
-void warn_move_refused(node_id dest, const ship_result& r) {
+void balancer_move_refused(object_entry& e, node_id dest, const ship_result& r) {
+  {
+    std::lock_guard guard(e.lock);
+    e.state().too_large_to_move = true;
+  }
   static std::atomic<bool> said{false};
   if (!said.exchange(true))
-    std::fprintf(stderr, "%s\n",
-                 error_text("warning: a load balancer's move was refused: " +
-                            too_large_to_ship(dest, r) + " (said once per process)")
-                     .c_str());
+    std::fprintf(
+        stderr, "%s\n",
+        error_text("warning: a load balancer's move was refused: " + too_large_to_ship(dest, r) +
+                   "; the balancers leave it there (said once per process)")
+            .c_str());
 }
 
 namespace {
@@ -279,6 +284,7 @@ void install_object(node_runtime& n, installation inst) {
             std::to_string(id_of(n)) + " which " +
             (s.state == residence::resident ? "already holds it" : "saw it destroyed"));
     s.state = residence::resident;
+    s.too_large_to_move = false;  // what an earlier stay here found no longer holds
     s.type = inst.id.type;
     s.object = std::move(inst.object);
     s.expected = std::move(inst.expected);

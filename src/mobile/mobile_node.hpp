@@ -86,8 +86,9 @@ ship_result ship(node_runtime& n, object_entry& e, node_id dest,
                  std::uint32_t running_count);
 /// "mobile object 0:1 (T) cannot move to node 3: …": why ship() refused.
 std::string too_large_to_ship(node_id dest, const ship_result& r);
-/// A load balancer's move that ship() refused: warns once per process (the object stays).
-void warn_move_refused(node_id dest, const ship_result& r);
+/// A load balancer's move that ship() refused: the object stays and is not offered to the
+/// balancers again (object_state::too_large_to_move); warns once per process.
+void balancer_move_refused(object_entry& e, node_id dest, const ship_result& r);
 
 /// A compaction round of the object of `e` (a resident one; the caller does not hold its
 /// lock): asks its idle origins to restart their series (order_compaction.cpp).

@@ -16,13 +16,15 @@ auto lower_bound_of(Table& expected, node_id origin) {
 
 }  // namespace
 
-origin_order& object_mailbox::new_series(std::vector<origin_order>::iterator at, node_id origin,
+origin_order* object_mailbox::new_series(std::vector<origin_order>::iterator at, node_id origin,
                                          std::uint32_t series) {
   if (at == expected.end() || at->origin != origin)
-    return *expected.insert(at, {origin, series, 0});
+    return &*expected.insert(at, {origin, series, 0});
+  // Series only grow (serial-number order: they may wrap), one at a time per restart.
+  if (static_cast<std::int32_t>(series - at->series) < 0) return nullptr;
   // Every message of the old series was delivered before the origin started this one.
   *at = origin_order{origin, series, 0};
-  return *at;
+  return &*at;
 }
 
 const origin_order* object_mailbox::find_order(node_id origin) const noexcept {
@@ -48,7 +50,6 @@ bool object_mailbox::has_early(node_id origin) const {
 }
 
 void object_mailbox::start_compaction_round(std::vector<forget_request>& out) {
-  arrivals_since_round = 0;
   for (origin_order& o : expected) {
     if (!o.recent && !o.asked && !has_early(o.origin)) {
       out.push_back({o.origin, o.series, o.next});

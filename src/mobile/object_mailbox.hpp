@@ -82,12 +82,13 @@ struct object_mailbox {
   static constexpr std::size_t origins_kept_without_asking = 8;
 
   /// The entry of `origin` for a message of `series`: created when absent, and restarted
-  /// at 0 when the origin has moved on to another series (it does so only once every
-  /// message of the last one was delivered here: ADR 45).
-  origin_order& order_of(node_id origin, std::uint32_t series) {
+  /// at 0 when the origin has moved on to a newer series (it does so only once every
+  /// message of the last one was delivered here: ADR 45). Null for an older series, all of
+  /// whose messages were delivered (a duplicate or a corrupt header).
+  origin_order* order_of(node_id origin, std::uint32_t series) {
     auto it = std::lower_bound(expected.begin(), expected.end(), origin,
                                [](const origin_order& o, node_id n) { return o.origin < n; });
-    if (it != expected.end() && it->origin == origin && it->series == series) return *it;
+    if (it != expected.end() && it->origin == origin && it->series == series) return &*it;
     return new_series(it, origin, series);
   }
 
@@ -96,28 +97,33 @@ struct object_mailbox {
   /// Order gate: whether message `seq` of `series` from `origin` is the next one; in_order
   /// advances the origin's expected number.
   order_outcome order_gate(node_id origin, std::uint32_t series, std::uint64_t seq) {
-    origin_order& o = order_of(origin, series);
-    o.recent = true;
-    o.asked = false;  // whatever it answers to an earlier request, it has sent more since
-    if (seq == o.next) {
-      ++o.next;
+    origin_order* o = order_of(origin, series);
+    if (!o) return order_outcome::already_delivered;
+    o->recent = true;
+    o->asked = false;  // whatever it answers to an earlier request, it has sent more since
+    if (seq == o->next) {
+      ++o->next;
       return order_outcome::in_order;
     }
-    if (seq < o.next) return order_outcome::already_delivered;
+    if (seq < o->next) return order_outcome::already_delivered;
     if (early.count({origin, seq})) return order_outcome::duplicate_early;
     return order_outcome::early;
   }
 
-  /// Compaction, after an in-order arrival: whether a round is due. Rounds happen once the
-  /// table holds more than origins_kept_without_asking origins, after twice as many
-  /// arrivals as it has entries since the last round.
+  /// Compaction, after an in-order arrival: whether a round is due, and if so starts
+  /// counting the next one (so that concurrent arrivals do not start it again). Rounds
+  /// happen once the table holds more than origins_kept_without_asking origins, after
+  /// twice as many arrivals as it has entries since the last round.
   bool compaction_round_due() noexcept {
-    return expected.size() > origins_kept_without_asking &&
-           ++arrivals_since_round >= 2 * expected.size();
+    if (expected.size() <= origins_kept_without_asking ||
+        ++arrivals_since_round < 2 * expected.size())
+      return false;
+    arrivals_since_round = 0;
+    return true;
   }
-  /// A compaction round: appends a request for each origin that sent nothing since the
-  /// last round (and has nothing waiting early), and starts a new round. An active origin
-  /// thus stays, and an idle one is asked within two rounds; a round costs at most one
+  /// A compaction round (once compaction_round_due said so): appends a request for each
+  /// origin that sent nothing since the last round (and has nothing waiting early). An active
+  /// origin thus stays, and an idle one is asked within two rounds; a round costs at most one
   /// request per entry and is paid for by as many arrivals.
   void start_compaction_round(std::vector<forget_request>& out);
   /// The origin answered a request: it starts a new series if it sent exactly `delivered`
@@ -165,7 +171,7 @@ struct object_mailbox {
   }
 
  private:
-  origin_order& new_series(std::vector<origin_order>::iterator at, node_id origin,
+  origin_order* new_series(std::vector<origin_order>::iterator at, node_id origin,
                            std::uint32_t series);
   void admit_early(node_id origin);
   bool has_early(node_id origin) const;

@@ -192,7 +192,7 @@ void release_access(node_runtime& n, object_entry& e, std::uint8_t mode, bool co
   }
   if (migrate_now) {
     const ship_result shipped = ship(n, e, target, nullptr, nullptr, 0, 0);
-    if (!shipped.shipped) warn_move_refused(target, shipped);
+    if (!shipped.shipped) balancer_move_refused(e, target, shipped);
     release_access(n, e, static_cast<std::uint8_t>(access::exclusive));
     return;
   }
@@ -249,7 +249,8 @@ bool migrate_resident(node_runtime& n, const object_id& id, node_id dest) {
   {
     std::lock_guard guard(e->lock);
     object_state* s = e->state_if_any();
-    if (!s || s->state != residence::resident || s->migration_pending) return false;
+    if (!s || s->state != residence::resident || s->migration_pending || s->too_large_to_move)
+      return false;
     if (s->exclusive_running || s->shared_running != 0) {
       // Done by the last running handler's release; granted handlers that have not started
       // give their grant back when they are picked.
@@ -263,7 +264,7 @@ bool migrate_resident(node_runtime& n, const object_id& id, node_id dest) {
     s->exclusive_running = true;
   }
   const ship_result shipped = ship(n, *e, dest, nullptr, nullptr, 0, 0);
-  if (!shipped.shipped) warn_move_refused(dest, shipped);
+  if (!shipped.shipped) balancer_move_refused(*e, dest, shipped);
   release_access(n, *e, static_cast<std::uint8_t>(access::exclusive));
   return shipped.shipped;
 }
@@ -328,7 +329,7 @@ bool revoked(node_runtime& n, object_entry& e, message_ptr& m, object_message_he
   }
   if (ship_now) {
     const ship_result shipped = ship(n, e, target, nullptr, nullptr, 0, 0);
-    if (!shipped.shipped) warn_move_refused(target, shipped);
+    if (!shipped.shipped) balancer_move_refused(e, target, shipped);
     release_access(n, e, static_cast<std::uint8_t>(access::exclusive));
   }
   return true;

@@ -57,6 +57,9 @@ TEST(MailboxOrderGate, ANewSeriesStartsAtZero) {
   EXPECT_EQ(box.find_order(2)->series, 8u);
   EXPECT_EQ(box.find_order(2)->next, 0u);
   EXPECT_EQ(box.order_gate(2, 8, 0), order_outcome::in_order);
+  // A message of the older series (all of it was delivered) is a duplicate.
+  EXPECT_EQ(box.order_gate(2, 7, 5), order_outcome::already_delivered);
+  EXPECT_EQ(box.find_order(2)->series, 8u);
   // An origin the table forgot starts wherever its series starts: at 0.
   EXPECT_EQ(box.order_gate(4, 3, 0), order_outcome::in_order);
   EXPECT_EQ(box.order_gate(4, 3, 0), order_outcome::already_delivered);
