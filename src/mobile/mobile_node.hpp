@@ -13,6 +13,8 @@
 
 namespace roam::detail {
 
+struct handler_entry;
+
 /// What a fiber running an object handler notes (exchange_fiber_note): the object it holds
 /// and how.
 struct held_object {
@@ -89,6 +91,11 @@ std::string too_large_to_ship(node_id dest, const ship_result& r);
 /// A load balancer's move that ship() refused: the object stays and is not offered to the
 /// balancers again (object_state::too_large_to_move); warns once per process.
 void balancer_move_refused(object_entry& e, node_id dest, const ship_result& r);
+
+/// Posts a runtime-internal system message (not counted by quiescence) of `bytes` bytes
+/// to `to`: location updates, series restarts.
+void post_protocol_message(node_runtime& n, const handler_entry& handler, node_id to,
+                           const void* payload, std::size_t bytes);
 
 /// A compaction round of the object of `e` (a resident one; the caller does not hold its
 /// lock): asks its idle origins to restart their series (order_compaction.cpp).

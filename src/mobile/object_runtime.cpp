@@ -429,17 +429,22 @@ const bool location_update_registered = handler_registry::add(&location_update_e
 
 void send_location_update(node_runtime& n, node_id to, const object_id& id, route r) {
   (void)location_update_registered;
-  location_update u{id, r};
-  message_ptr m = message::allocate(sizeof u);
-  m->header.handler = id_of(location_update_entry);
-  m->header.flags = flag_system;
-  m->header.dest = to;
-  m->header.payload_size = sizeof u;
-  std::memcpy(m->payload(), &u, sizeof u);
-  post(n, std::move(m));
+  const location_update u{id, r};
+  post_protocol_message(n, location_update_entry, to, &u, sizeof u);
 }
 
 }  // namespace
+
+void post_protocol_message(node_runtime& n, const handler_entry& handler, node_id to,
+                           const void* payload, std::size_t bytes) {
+  message_ptr m = message::allocate(bytes);
+  m->header.handler = id_of(handler);
+  m->header.flags = flag_system;
+  m->header.dest = to;
+  m->header.payload_size = bytes;
+  std::memcpy(m->payload(), payload, bytes);
+  post(n, std::move(m));
+}
 
 // ---- delivery ---------------------------------------------------------------------------
 

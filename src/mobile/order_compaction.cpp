@@ -41,13 +41,7 @@ series_wire read_series_wire(const message& m, const char* what) {
 
 void post_series_wire(node_runtime& n, const handler_entry& entry, node_id to,
                       const series_wire& w) {
-  message_ptr m = message::allocate(sizeof w);
-  m->header.handler = id_of(entry);
-  m->header.flags = flag_system;
-  m->header.dest = to;
-  m->header.payload_size = sizeof w;
-  std::memcpy(m->payload(), &w, sizeof w);
-  post(n, std::move(m));
+  post_protocol_message(n, entry, to, &w, sizeof w);
 }
 
 // On the holder: drop the origin's entry if it still stands where it was when asked. The
