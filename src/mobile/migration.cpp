@@ -151,18 +151,23 @@ std::string too_large_to_ship(node_id dest, const ship_result& r) {
          "); it stays where it is";
 }
 
-void balancer_move_refused(object_entry& e, node_id dest, const ship_result& r) {
-  {
-    std::lock_guard guard(e.lock);
-    e.state().too_large_to_move = true;
+bool ship_for_balancer(node_runtime& n, object_entry& e, node_id dest) {
+  const ship_result r = ship(n, e, dest, nullptr, nullptr, 0, 0);
+  if (!r.shipped) {
+    {
+      std::lock_guard guard(e.lock);
+      e.state().too_large_to_move = true;
+    }
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true))
+      std::fprintf(
+          stderr, "%s\n",
+          error_text("warning: a load balancer's move was refused: " + too_large_to_ship(dest, r) +
+                     "; the balancers leave it there (said once per process)")
+              .c_str());
   }
-  static std::atomic<bool> said{false};
-  if (!said.exchange(true))
-    std::fprintf(
-        stderr, "%s\n",
-        error_text("warning: a load balancer's move was refused: " + too_large_to_ship(dest, r) +
-                   "; the balancers leave it there (said once per process)")
-            .c_str());
+  release_access(n, e, static_cast<std::uint8_t>(access::exclusive));
+  return r.shipped;
 }
 
 namespace {

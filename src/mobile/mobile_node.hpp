@@ -88,9 +88,11 @@ ship_result ship(node_runtime& n, object_entry& e, node_id dest,
                  std::uint32_t running_count);
 /// "mobile object 0:1 (T) cannot move to node 3: …": why ship() refused.
 std::string too_large_to_ship(node_id dest, const ship_result& r);
-/// A load balancer's move that ship() refused: the object stays and is not offered to the
-/// balancers again (object_state::too_large_to_move); warns once per process.
-void balancer_move_refused(object_entry& e, node_id dest, const ship_result& r);
+/// A load balancer's move, once the caller holds exclusive access for it: ships the object
+/// and releases that access. A refusal leaves the object here, not offered to the
+/// balancers again (object_state::too_large_to_move), and warns once per process. Returns
+/// whether it shipped.
+bool ship_for_balancer(node_runtime& n, object_entry& e, node_id dest);
 
 /// Posts a runtime-internal system message (not counted by quiescence) of `bytes` bytes
 /// to `to`: location updates, series restarts.

@@ -191,9 +191,7 @@ void release_access(node_runtime& n, object_entry& e, std::uint8_t mode, bool co
     }
   }
   if (migrate_now) {
-    const ship_result shipped = ship(n, e, target, nullptr, nullptr, 0, 0);
-    if (!shipped.shipped) balancer_move_refused(e, target, shipped);
-    release_access(n, e, static_cast<std::uint8_t>(access::exclusive));
+    (void)ship_for_balancer(n, e, target);
     return;
   }
   start_granted(n, granted);
@@ -263,10 +261,7 @@ bool migrate_resident(node_runtime& n, const object_id& id, node_id dest) {
     }
     s->exclusive_running = true;
   }
-  const ship_result shipped = ship(n, *e, dest, nullptr, nullptr, 0, 0);
-  if (!shipped.shipped) balancer_move_refused(*e, dest, shipped);
-  release_access(n, *e, static_cast<std::uint8_t>(access::exclusive));
-  return shipped.shipped;
+  return ship_for_balancer(n, *e, dest);
 }
 
 location_outcome location_gate(const object_state& s, const object_entry& e,
@@ -327,11 +322,7 @@ bool revoked(node_runtime& n, object_entry& e, message_ptr& m, object_message_he
       target = s.migration_target;
     }
   }
-  if (ship_now) {
-    const ship_result shipped = ship(n, e, target, nullptr, nullptr, 0, 0);
-    if (!shipped.shipped) balancer_move_refused(e, target, shipped);
-    release_access(n, e, static_cast<std::uint8_t>(access::exclusive));
-  }
+  if (ship_now) (void)ship_for_balancer(n, e, target);
   return true;
 }
 

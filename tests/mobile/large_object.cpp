@@ -5,7 +5,10 @@
 // (Before the size was checked up front, the pack failed halfway, after the waiting
 // messages had been taken from the object.)
 //
+// The same for a load balancer's move (migrate_resident), which is dropped instead.
+//
 //   large_object   (ROAM_NODES=2 in one process; exit status 0 when nothing was lost)
+#include <roam/core/detail/node_api.hpp>
 #include <roam/roam.hpp>
 #include <roam/transport/message.hpp>
 
@@ -85,6 +88,21 @@ int main(int argc, char** argv) {
     expect(p.call<&slab::total>().get() == 2L * 8192, "a waiting message was lost");
     expect(p.call<&slab::size>().get() == size, "the object's size changed");
     expect(p.call<&slab::intact>().get(), "the object's bytes changed");
+    // A load balancer's move asked for while a handler runs is refused when that handler
+    // ends: the messages behind it run here, and the balancers are not offered the object
+    // again (a warning says so).
+    held = false;
+    release = false;
+    p.send<&slab::hold>();
+    while (!held.load()) roam::this_task::sleep_for(std::chrono::milliseconds(1));
+    roam::detail::node_runtime& n = roam::detail::sending_node("large_object");
+    expect(roam::detail::migrate_resident(n, p.id(), 1), "the balancer's move was not taken up");
+    for (int i = 0; i < 2; ++i) p.send<&slab::absorb>(std::vector<char>(8192));
+    release = true;
+    expect(p.call<&slab::total>().get() == 4L * 8192,
+           "a message behind the balancer's move was lost");
+    expect(p.call<&slab::where>().get() == 0, "the balancer moved the object");
+    expect(!roam::detail::migrate_resident(n, p.id(), 1), "the balancers were offered it again");
     roam::destroy(p).get();
     std::printf("large_object: %d problems (%s)\n", problems, error.c_str());
   });
