@@ -354,9 +354,9 @@ class mpi_transport final : public transport {
       const std::uint64_t size = m->header.payload_size;
       const std::size_t s = new_slot(m, 1 + static_cast<int>(chunk_count(size)), dest);
       post_isend(m->wire_data(), sizeof(message_header), dest, tag_header, s);
-      for (std::uint64_t at = 0; at < size; at += payload_chunk_bytes)
-        post_isend(m->payload() + at, static_cast<int>(std::min(payload_chunk_bytes, size - at)),
-                   dest, tag_data, s);
+      for_each_chunk(size, [&](std::uint64_t at, int bytes, std::uint64_t) {
+        post_isend(m->payload() + at, bytes, dest, tag_data, s);
+      });
     }
   }
 
@@ -596,11 +596,10 @@ class mpi_transport final : public transport {
       message::reserve(m, h.payload_size, 0);
       const std::uint64_t size = m->header.payload_size;
       p.chunks.resize(chunk_count(size), MPI_REQUEST_NULL);
-      for (std::uint64_t at = 0, i = 0; at < size; at += payload_chunk_bytes, ++i)
-        check(
-            MPI_Irecv(m->payload() + at, static_cast<int>(std::min(payload_chunk_bytes, size - at)),
-                      MPI_BYTE, source, tag_data, comm_, &p.chunks[i]),
-            "MPI_Irecv", source);
+      for_each_chunk(size, [&](std::uint64_t at, int bytes, std::uint64_t i) {
+        check(MPI_Irecv(m->payload() + at, bytes, MPI_BYTE, source, tag_data, comm_, &p.chunks[i]),
+              "MPI_Irecv", source);
+      });
     }
     auto queue = waiting_.find(source);
     if (queue == waiting_.end() && p.chunks.empty()) {
@@ -678,6 +677,13 @@ class mpi_transport final : public transport {
   static constexpr std::uint64_t payload_chunk_bytes = std::uint64_t{1} << 30;
   static std::uint64_t chunk_count(std::uint64_t payload) noexcept {
     return (payload + payload_chunk_bytes - 1) / payload_chunk_bytes;
+  }
+  /// Calls f(offset, bytes, index) for each chunk of a payload of `size` bytes, in order:
+  /// how both sides split it.
+  template <class F>
+  static void for_each_chunk(std::uint64_t size, F&& f) {
+    for (std::uint64_t at = 0, i = 0; at < size; at += payload_chunk_bytes, ++i)
+      f(at, static_cast<int>(std::min(payload_chunk_bytes, size - at)), i);
   }
   static constexpr std::size_t test_window = 64;
   std::deque<message*> backlog_;  // sends waiting for a free request slot, in order

@@ -51,12 +51,12 @@ std::string type_name_of(const std::type_info& type);
 /// A mangled C++ symbol demangled; any other name as it is.
 std::string demangled(const char* symbol);
 
+/// The largest message (header and payload) `from` can send to `dest`: what a block holds
+/// (a larger one cannot be built: std::length_error), or what a relay's record carries
+/// when the job routes it to `dest` (ADR 43; post() refuses larger ones with usage_error).
+std::uint64_t largest_message_to(node_runtime& from, node_id dest) noexcept;
 /// Fills in source, checks dest and sends (locally or through the transport; headers are
 /// sealed only where they leave the process).
-/// The largest message (header and payload) `from` can send to `dest`: what a block holds,
-/// or what a relay's record carries when the job routes it (ADR 43). post() refuses larger
-/// ones with usage_error.
-std::uint64_t largest_message_to(node_runtime& from, node_id dest) noexcept;
 /// Counts the message for quiescence unless it carries flag_system.
 /// Messages posted by one thread to one node start in posting order.
 void post(node_runtime& from, message_ptr m);
