@@ -1,4 +1,5 @@
 #include <roam/core/detail/fiber.hpp>
+#include <roam/core/detail/grace_period.hpp>
 
 #include <roam/core/detail/aggregation.hpp>
 
@@ -460,6 +461,10 @@ void begin_item(fiber* f, work_item* w) {
 }  // namespace
 
 void run_item(work_item* w) {
+  // Off a worker (an application thread that runs its node's work while it waits), the
+  // thread follows grace_period.hpp's rule while the item runs; a suspension ends the
+  // section here, on this thread.
+  const grace_read_section reading;
   if (w->execute == &resume_entry) {
     w->execute(w);
     return;

@@ -1,5 +1,7 @@
 #include "scheduler.hpp"
 
+#include <roam/core/detail/grace_period.hpp>
+
 #include <roam/core/detail/tasklet_queues.hpp>
 
 #include <roam/core/detail/aggregation.hpp>
@@ -250,6 +252,17 @@ void scheduler::wake_one_worker() noexcept {
 }
 
 bool scheduler::park_worker() {
+  // A parked worker would hold back the freeing of what others retire: it frees what it
+  // can, then reads nothing until it comes back online.
+  if (tl_worker >= 0) {
+    grace_collect_now_and_then();
+    grace_go_offline();
+  }
+  struct come_back_online {
+    ~come_back_online() {
+      if (tl_worker >= 0) grace_come_online();
+    }
+  } online;
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
   if (has_queued_work() || stopping_.load()) {
     sleepers_.fetch_sub(1);
@@ -315,6 +328,7 @@ void scheduler::worker_main(unsigned index) {
   bind_thread_to_node(&node_);
   name_thread(pthread_self(), "roam-w", static_cast<int>(id_of(node_)), static_cast<int>(index));
   if (opt_.pin) pin_current_thread(opt_.pin_offset + index);
+  grace_register_worker();
   // The loop runs on a fiber and its items on the loop's stack: a handler that never
   // waits costs no switch. One that suspends hands the loop to a fresh fiber, which starts
   // worker_loop() over (its locals are trivially destructible, and none of them matters
@@ -342,6 +356,8 @@ void scheduler::worker_loop() {
   auto& last_poll = tl_last_poll;
   auto since = std::chrono::steady_clock::now();
   while (!stopping_.load(std::memory_order_relaxed)) {
+    // Between two items this thread holds nothing that others may retire.
+    grace_announce_quiescent_state();
     if (work_item* w = find_work(self)) {
       if (searching) {
         end_spin();
