@@ -1,5 +1,7 @@
 #include "directory.hpp"
 
+#include <roam/core/detail/grace_period.hpp>
+
 #include <algorithm>
 
 namespace roam::detail {
@@ -58,12 +60,35 @@ directory::table::table(std::size_t n)
   for (std::size_t i = 0; i < n; ++i) buckets[i].store(nullptr, std::memory_order_relaxed);
 }
 
-directory::directory() {
-  tables_.push_back(std::make_unique<table>(initial_buckets));
-  current_.store(tables_.back().get(), std::memory_order_release);
+directory::table::~table() {
+  for (std::size_t b = 0; b <= mask; ++b) {
+    link* l = buckets[b].load(std::memory_order_relaxed);
+    while (l) {
+      link* next = l->next.load(std::memory_order_relaxed);
+      delete l;
+      l = next;
+    }
+  }
 }
 
-directory::~directory() = default;
+namespace {
+template <class T>
+void free_as(void* p) {
+  delete static_cast<T*>(p);
+}
+}  // namespace
+
+directory::directory() { current_.store(new table(initial_buckets), std::memory_order_release); }
+
+directory::~directory() {
+  // The node has stopped: nobody reads this directory any more.
+  grace_free_retired_of(this);
+  std::unique_ptr<table> t(current_.load(std::memory_order_relaxed));
+  for (std::size_t b = 0; b <= t->mask; ++b)
+    for (link* l = t->buckets[b].load(std::memory_order_relaxed); l;
+         l = l->next.load(std::memory_order_relaxed))
+      delete l->entry;
+}
 
 std::size_t directory::hash(const object_id& id) noexcept {
   std::uint64_t h = id.index * 0x9E3779B97F4A7C15ull ^ (std::uint64_t{id.home} << 40);
@@ -73,7 +98,8 @@ std::size_t directory::hash(const object_id& id) noexcept {
 }
 
 object_entry* directory::find_in(const table& t, const object_id& id) const noexcept {
-  for (link* l = t.buckets[hash(id) & t.mask].load(std::memory_order_acquire); l; l = l->next) {
+  for (link* l = t.buckets[hash(id) & t.mask].load(std::memory_order_acquire); l;
+       l = l->next.load(std::memory_order_acquire)) {
     const object_id& k = l->entry->id();
     if (k.index == id.index && k.home == id.home) return l->entry;
   }
@@ -85,16 +111,9 @@ object_entry* directory::find(const object_id& id) const noexcept {
 }
 
 void directory::insert_into(table& t, object_entry* e) {
-  // Links come in blocks that live as long as their table.
-  constexpr std::size_t block_size = 256;
-  if (t.links.empty() || t.used_in_last_block == block_size) {
-    t.links.push_back(std::make_unique<link[]>(block_size));
-    t.used_in_last_block = 0;
-  }
-  link* l = &t.links.back()[t.used_in_last_block++];
-  l->entry = e;
+  auto* l = new link{e, {}};
   auto& head = t.buckets[hash(e->id()) & t.mask];
-  l->next = head.load(std::memory_order_relaxed);
+  l->next.store(head.load(std::memory_order_relaxed), std::memory_order_relaxed);
   head.store(l, std::memory_order_release);
 }
 
@@ -103,19 +122,41 @@ object_entry& directory::find_or_insert(const object_id& id) {
   std::lock_guard guard(insert_lock_);
   table* t = current_.load(std::memory_order_relaxed);
   if (object_entry* e = find_in(*t, id)) return *e;
-  entries_.push_back(std::make_unique<object_entry>(object_id{id.home, 0, id.index}));
-  object_entry* e = entries_.back().get();
-  if (entries_.size() > (t->mask + 1) * entries_per_bucket) {
+  auto* e = new object_entry(object_id{id.home, 0, id.index});
+  const std::size_t count = count_.load(std::memory_order_relaxed) + 1;
+  count_.store(count, std::memory_order_relaxed);
+  inserted_.fetch_add(1, std::memory_order_relaxed);
+  insert_into(*t, e);
+  if (count > (t->mask + 1) * entries_per_bucket) {
     // Double: a new table with its own links; readers still on the old one see a complete
-    // (if slightly stale) chain, and the old table stays alive until the node stops.
-    auto bigger = std::make_unique<table>((t->mask + 1) * 4);
-    for (auto& existing : entries_) insert_into(*bigger, existing.get());
-    tables_.push_back(std::move(bigger));
-    current_.store(tables_.back().get(), std::memory_order_release);
-  } else {
-    insert_into(*t, e);
+    // (if slightly stale) chain, and the old table is freed after a grace period.
+    auto* bigger = new table((t->mask + 1) * 4);
+    for (std::size_t b = 0; b <= t->mask; ++b)
+      for (link* l = t->buckets[b].load(std::memory_order_relaxed); l;
+           l = l->next.load(std::memory_order_relaxed))
+        insert_into(*bigger, l->entry);
+    current_.store(bigger, std::memory_order_release);
+    grace_retire(this, t, free_as<table>);
   }
   return *e;
+}
+
+void directory::unlink(object_entry& e) {
+  std::lock_guard guard(insert_lock_);
+  table& t = *current_.load(std::memory_order_relaxed);
+  std::atomic<link*>* at = &t.buckets[hash(e.id()) & t.mask];
+  for (link* l = at->load(std::memory_order_relaxed); l;
+       l = l->next.load(std::memory_order_relaxed)) {
+    if (l->entry == &e) {
+      // Readers standing on `l` still follow its next: the rest of the chain.
+      at->store(l->next.load(std::memory_order_relaxed), std::memory_order_release);
+      count_.store(count_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+      grace_retire(this, l, free_as<link>);
+      grace_retire(this, &e, free_as<object_entry>);
+      return;
+    }
+    at = &l->next;
+  }
 }
 
 }  // namespace roam::detail

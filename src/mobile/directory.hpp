@@ -2,13 +2,13 @@
 // it has created, hosted, sent to or forwarded for.
 //
 // Written here rather than taken from a library because the mobile-object protocol needs
-// entries that never move or disappear (a message, a running handler and the sender path
-// all hold an entry's address without a lock) and lookups without any lock, which general
-// concurrent maps do not promise together. As in PREMA's multithreaded MOL (thesis §1.3):
-// entries are never deleted (a destroyed object keeps a tombstone), so lock-free readers
-// cannot meet a freed entry. Lookups read the current bucket table without locking;
-// insertions (once per object and node) take a mutex and may double the table, keeping the
-// old one alive until the node stops so readers still walking it stay valid.
+// lookups without any lock and entries whose address stays valid while a message, a running
+// handler or a sender uses them, which general concurrent maps do not promise together.
+// Lookups read the current bucket table without locking; insertions and removals take a
+// mutex. A removed entry, like a bucket table replaced when the table doubles, is freed only
+// after a grace period (core/detail/grace_period.hpp), so a reader still walking it stays
+// valid. Entries of destroyed objects are removed (ADR 46): the holder's at once, the home
+// node's when it hears of the destruction, and the others' by a sweep that asks the homes.
 #pragma once
 
 #include "object_mailbox.hpp"
@@ -20,8 +20,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -96,6 +94,10 @@ class object_entry {
       while (next_sequence_.load(std::memory_order_acquire) & restarting) cpu_relax();
     }
   }
+  /// Removed from its directory (under `lock`): whoever locks it afterwards looks the object
+  /// up again. Never reset.
+  bool collected() const noexcept { return collected_; }
+
   /// The object's holder delivered `delivered` messages of `series` from this node and
   /// asks it to number the next ones in a new series from 0 (ADR 45). Returns true if this
   /// node has moved past `series` (now, or earlier), false if it sent more meanwhile.
@@ -116,6 +118,7 @@ class object_entry {
   std::atomic<std::uint64_t> next_sequence_{0};
   std::atomic<std::uint32_t> series_{0};
   std::unique_ptr<object_state> state_;  // guarded by lock
+  bool collected_ = false;               // guarded by lock
   friend class directory;
 };
 
@@ -130,9 +133,48 @@ class directory {
   object_entry* find(const object_id& id) const noexcept;
   /// The entry of an object, created if needed.
   object_entry& find_or_insert(const object_id& id);
+  /// Removes `e` if `dead()` holds under its lock (checked there, with the entry's lock
+  /// held); it is freed after a grace period. Returns whether it was removed. The caller
+  /// must not touch `e` afterwards beyond its current work item or read section.
+  template <class Dead>
+  bool remove_if(object_entry& e, Dead dead) {
+    std::lock_guard guard(e.lock);
+    if (e.collected_ || !dead(e)) return false;
+    e.collected_ = true;
+    unlink(e);
+    return true;
+  }
+  /// Calls `visit(entry)` for every entry (a snapshot walk: entries inserted meanwhile may
+  /// be missed). Inside a grace_read_section or a work item; `visit` takes no directory lock.
+  template <class Visit>
+  void for_each_entry(Visit visit) const {
+    const table& t = *current_.load(std::memory_order_acquire);
+    for (std::size_t b = 0; b <= t.mask; ++b)
+      for (link* l = t.buckets[b].load(std::memory_order_acquire); l;
+           l = l->next.load(std::memory_order_acquire))
+        visit(*l->entry);
+  }
+  /// How many entries this node keeps.
+  std::size_t entries() const noexcept { return count_.load(std::memory_order_relaxed); }
+  /// Entries inserted since the last sweep (its trigger).
+  std::size_t inserted() const noexcept { return inserted_.load(std::memory_order_relaxed); }
+  /// Claims the sweep once `due` entries were inserted since the last one: true for one
+  /// caller, which sweeps.
+  bool claim_sweep(std::size_t due) noexcept {
+    std::size_t seen = inserted_.load(std::memory_order_relaxed);
+    while (seen >= due)
+      if (inserted_.compare_exchange_weak(seen, 0, std::memory_order_relaxed)) return true;
+    return false;
+  }
   /// Index for the next object created on this node (from 1).
   std::uint64_t next_index() noexcept {
     return next_index_.fetch_add(1, std::memory_order_relaxed);
+  }
+  /// Whether this node has handed out `index` (objects it created). An object created here
+  /// keeps its entry here until it is destroyed, so a handed-out index without a route is
+  /// a destroyed object's.
+  bool index_issued(std::uint64_t index) const noexcept {
+    return index != 0 && index < next_index_.load(std::memory_order_relaxed);
   }
 
   /// The objects resident on this node (for load balancing). Call with the entry's lock
@@ -148,23 +190,26 @@ class directory {
  private:
   struct link {
     object_entry* entry;
-    link* next;
+    std::atomic<link*> next;
   };
+  /// A bucket table owns its links (each table links every entry anew); entries are owned
+  /// by the directory.
   struct table {
     explicit table(std::size_t buckets);
+    ~table();
     std::size_t mask;
     std::unique_ptr<std::atomic<link*>[]> buckets;
-    std::vector<std::unique_ptr<link[]>> links;  // owned link blocks
-    std::size_t used_in_last_block = 0;
   };
   static std::size_t hash(const object_id& id) noexcept;
   object_entry* find_in(const table& t, const object_id& id) const noexcept;
-  void insert_into(table& t, object_entry* e);
+  static void insert_into(table& t, object_entry* e);
+  /// Takes `e` out of the current table and retires it and its link (insert_lock_ taken).
+  void unlink(object_entry& e);
 
-  std::atomic<table*> current_;
+  std::atomic<table*> current_;  // owned; replaced tables are retired
   std::mutex insert_lock_;
-  std::vector<std::unique_ptr<table>> tables_;          // the current one and retired ones
-  std::vector<std::unique_ptr<object_entry>> entries_;  // guarded by insert_lock_
+  std::atomic<std::size_t> count_{0};     // entries, written under insert_lock_
+  std::atomic<std::size_t> inserted_{0};  // since take_inserted()
   std::atomic<std::uint64_t> next_index_{1};
   mutable std::mutex residents_lock_;
   std::vector<object_entry*> residents_;

@@ -4,6 +4,8 @@
 // overlaps a running handler.
 #include "mobile_node.hpp"
 
+#include <roam/core/detail/grace_period.hpp>
+
 #include <roam/base/detail/fatal.hpp>
 #include <roam/base/detail/message_text.hpp>
 #include <roam/base/error.hpp>
@@ -186,13 +188,15 @@ void destroy_here(node_runtime& n, object_entry& e) {
     s.ready.clear();
     s.early.clear();
     s.awaiting_install.clear();
+    s.orphans_failing = static_cast<std::uint32_t>(orphans.size());
     s.expected.clear();
     recount_load(n, s, 0, 1);  // the destroy operation itself, which finishes here
     s.migration_pending = false;
     directory_of(n).remove_resident(e);
   }
   notify_load(n, e.id());
-  dead.reset();               // the destructor runs with exclusive access still held
+  dead.reset();  // the destructor runs with exclusive access still held
+  tell_home_destroyed(n, e.id());
   run_all_later(n, orphans);  // each fails: the object is destroyed
 }
 
@@ -279,6 +283,7 @@ void install_object(node_runtime& n, installation inst) {
   if (std::adjacent_find(early_keys.begin(), early_keys.end()) != early_keys.end())
     throw deserialization_error("two messages packed with " + describe_object(inst.id) +
                                 " have the same sequence number");
+  const grace_read_section reading;  // installed from a receive, on any thread
   object_entry& e = directory_of(n).find_or_insert(inst.id);
   set_aside_list later, granted;
   {

@@ -32,13 +32,15 @@ enum class location_outcome {
   awaits_install,  ///< routed here for an installation this node has not seen yet
   forward,         ///< elsewhere: forward it along `r`
   never_created,   ///< unknown at its home node
-  destroyed,       ///< destroyed here
+  destroyed,       ///< destroyed here, or (at its home) destroyed and its entry collected
 };
 /// Location gate: where the object of `oh` is, as this node (`here`) knows it; `r` is the
 /// route to forward along. Versions only grow along a forwarding path, so a message never
-/// circles. The caller holds the entry's lock.
+/// circles. `issued_here`: `here` created the object (its index was handed out here), so a
+/// home without a route knows it destroyed (ADR 46). The caller holds the entry's lock.
 location_outcome location_gate(const object_state& s, const object_entry& e,
-                               const object_message_header& oh, node_id here, route& r);
+                               const object_message_header& oh, node_id here, bool issued_here,
+                               route& r);
 
 object_message_header read_object_header(const message& m);
 void write_object_header(message& m, const object_message_header& oh) noexcept;
@@ -102,6 +104,29 @@ void post_protocol_message(node_runtime& n, const handler_entry& handler, node_i
 /// A compaction round of the object of `e` (a resident one; the caller does not hold its
 /// lock): asks its idle origins to restart their series (order_compaction.cpp).
 void ask_idle_origins_to_restart(node_runtime& n, object_entry& e);
+
+// ---- freeing destroyed objects' entries (entry_collection.cpp, ADR 46) -------------------
+
+/// Removes `e` if it holds nothing and its object is destroyed (`known_destroyed`: its home
+/// said so). The caller does not hold its lock, and does not use `e` after a true return
+/// beyond its current work item. Returns whether it removed it.
+bool collect_if_dead(node_runtime& n, object_entry& e, bool known_destroyed = false);
+/// The object of `e`, not here, is destroyed: messages waiting for its installation fail,
+/// and the entry goes once they have.
+void learn_destroyed(node_runtime& n, object_entry& e);
+/// After destroying an object on a node other than its home: tells the home.
+void tell_home_destroyed(node_runtime& n, const object_id& id);
+/// A message waits here for an installation this node knows nothing of (its entry may have
+/// been removed): asks the home, which answers if the object is destroyed.
+void ask_home_if_destroyed(node_runtime& n, const object_id& id);
+/// Asks the homes of the objects this node knows of (and neither holds nor keeps messages
+/// for) which are destroyed, and removes those when they answer.
+void sweep_directory(node_runtime& n);
+/// New entries a node takes in before it sweeps (more once its directory is larger).
+inline constexpr std::size_t sweep_min_new_entries = 1024;
+/// sweep_directory() once the directory has taken in enough new entries. Callers test
+/// `directory::inserted() >= sweep_min_new_entries` first, inline.
+void sweep_directory_if_due(node_runtime& n);
 
 /// Runs a runtime operation (migrate, destroy, locate, gather) whose access is granted.
 void run_operation(node_runtime& n, object_entry& e, message_ptr& m,

@@ -77,6 +77,9 @@ struct object_mailbox {
   std::map<std::pair<node_id, std::uint64_t>, set_aside_message> early;
   /// Messages routed here for an installation this node has not seen yet.
   std::vector<set_aside_message> awaiting_install;
+  /// Messages taken out when the object was destroyed (or found destroyed), on their way
+  /// to fail: the entry stays until they have (ADR 46).
+  std::uint32_t orphans_failing = 0;
 
   /// Up to this many origins are kept without asking any of them to start a new series.
   static constexpr std::size_t origins_kept_without_asking = 8;

@@ -18,6 +18,8 @@
 // sees it.
 #include "mobile_node.hpp"
 
+#include <roam/core/detail/grace_period.hpp>
+
 #include <roam/core/detail/function_symbol.hpp>
 #include <roam/core/detail/handler_registry.hpp>
 
@@ -171,6 +173,8 @@ void release_access(node_runtime& n, object_entry& e, std::uint8_t mode, bool co
   set_aside_list granted;
   bool migrate_now = false;
   node_id target = 0;
+  // Once the lock is released, another thread may destroy the object and remove `e`.
+  const object_id id = e.id();
   {
     std::lock_guard guard(e.lock);
     object_state& s = e.state();
@@ -195,7 +199,7 @@ void release_access(node_runtime& n, object_entry& e, std::uint8_t mode, bool co
     return;
   }
   start_granted(n, granted);
-  if (counted) notify_load(n, e.id());
+  if (counted) notify_load(n, id);
 }
 
 double read_object_cost(const message& m) noexcept {
@@ -208,6 +212,7 @@ namespace {
 /// nothing is allocated after the first call on a thread (`visit` must not walk again).
 template <class Visit>
 void for_each_resident(node_runtime& n, Visit visit) {
+  const grace_read_section reading;  // a balancer's thread is no worker
   thread_local std::vector<object_entry*> entries;
   directory_of(n).copy_residents(entries);
   for (object_entry* e : entries) {
@@ -242,6 +247,7 @@ double resident_load(node_runtime& n) {
 
 bool migrate_resident(node_runtime& n, const object_id& id, node_id dest) {
   if (dest >= size_of(n) || dest == id_of(n)) return false;
+  const grace_read_section reading;
   object_entry* e = directory_of(n).find(id);
   if (!e) return false;
   {
@@ -265,15 +271,16 @@ bool migrate_resident(node_runtime& n, const object_id& id, node_id dest) {
 }
 
 location_outcome location_gate(const object_state& s, const object_entry& e,
-                               const object_message_header& oh, node_id here, route& r) {
+                               const object_message_header& oh, node_id here, bool issued_here,
+                               route& r) {
   if (s.state == residence::destroyed) return location_outcome::destroyed;
   if (s.state == residence::resident) return location_outcome::resident;
   r = e.current_route();
+  // The home keeps a route to every object it created until the object is destroyed.
+  if (r.version == 0 && here == oh.target.home)
+    return issued_here ? location_outcome::destroyed : location_outcome::never_created;
   if (oh.version > r.version) return location_outcome::awaits_install;
-  if (r.version == 0) {
-    if (here == oh.target.home) return location_outcome::never_created;
-    r.location = oh.target.home;  // no knowledge here: ask the creating node
-  }
+  if (r.version == 0) r.location = oh.target.home;  // no knowledge here: ask the creating node
   return location_outcome::forward;
 }
 
@@ -395,6 +402,9 @@ void run_granted(node_runtime& n, object_entry& e, message_ptr& m, const object_
                 .count()
           : -1.0;
   release_access(n, e, oh.access, true, oh.cost, run_us);
+  // Destroyed here: the entry goes now unless messages on their way to fail still need it
+  // (the last of them removes it). The last use of `e` on this path.
+  if (oh.operation == operation_destroy) (void)collect_if_dead(n, e);
 }
 
 // ---- location updates (runtime-internal, not counted by quiescence) ---------------------
@@ -413,7 +423,18 @@ handler_entry location_update_entry{
       std::memcpy(&u, m->payload(), sizeof u);
       // A node learns that an object is on itself only by installing it: an update
       // saying so could overtake the installation and make the node forward to itself.
-      if (u.where.location != id_of(n)) directory_of(n).find_or_insert(u.id).learn_route(u.where);
+      if (u.where.location == id_of(n)) return;
+      const grace_read_section reading;
+      directory& dir = directory_of(n);
+      if (u.id.home == id_of(n)) {
+        // A late update for an object whose home has no route to it: it was destroyed, and
+        // a route would send messages after it, to a node that no longer knows it.
+        object_entry* e = dir.find(u.id);
+        if (!e || e->current_route().version == 0) return;
+        e->learn_route(u.where);
+        return;
+      }
+      dir.find_or_insert(u.id).learn_route(u.where);
     }};
 
 const bool location_update_registered = handler_registry::add(&location_update_entry);
@@ -445,6 +466,7 @@ enum class gate_result {
   run_now,   ///< in order with access granted: the caller runs it now
   queued,    ///< granted and queued to run later (it will be counted when it runs)
   consumed,  ///< set aside, forwarded or failed: no longer the caller's
+  retry,     ///< the entry was removed meanwhile: look the object up again
 };
 
 object_message_header checked_header(node_runtime& n, const message& m) {
@@ -462,14 +484,23 @@ object_message_header checked_header(node_runtime& n, const message& m) {
 gate_result pass_gates(node_runtime& n, object_entry& e, message_ptr& m, object_message_header& oh,
                        bool may_run_here) {
   std::unique_lock lock(e.lock);
+  if (e.collected()) return gate_result::retry;
   object_state& s = e.state();
   route r;
-  switch (location_gate(s, e, oh, id_of(n), r)) {
+  const bool issued_here =
+      oh.target.home == id_of(n) && directory_of(n).index_issued(oh.target.index);
+  switch (location_gate(s, e, oh, id_of(n), issued_here, r)) {
     case location_outcome::resident:
       break;
-    case location_outcome::awaits_install:
+    case location_outcome::awaits_install: {
+      // Knowing nothing of the object, this node may be the one that destroyed it and
+      // removed its entry: the home knows (ADR 46).
+      const bool ask = s.awaiting_install.empty() && r.version == 0;
       s.awaiting_install.push_back(set_aside_message::set_aside(n, std::move(m)));
+      lock.unlock();
+      if (ask) ask_home_if_destroyed(n, oh.target);
       return gate_result::consumed;
+    }
     case location_outcome::forward:
       lock.unlock();
       forward(n, std::move(m), oh, r);
@@ -477,10 +508,13 @@ gate_result pass_gates(node_runtime& n, object_entry& e, message_ptr& m, object_
     case location_outcome::never_created:
       lock.unlock();
       fail_object_message(n, m, oh, describe_object(oh.target) + " was never created");
+      (void)collect_if_dead(n, e);
       return gate_result::consumed;
     case location_outcome::destroyed:
+      if (s.orphans_failing > 0) --s.orphans_failing;
       lock.unlock();
       fail_object_message(n, m, oh, describe_object(oh.target) + " was destroyed");
+      (void)collect_if_dead(n, e);  // the last use of `e` here
       return gate_result::consumed;
   }
   // Load counts a message from its arrival, whether it can run yet or not.
@@ -537,23 +571,31 @@ gate_result pass_gates(node_runtime& n, object_entry& e, message_ptr& m, object_
 
 void deliver_object_message(node_runtime& n, message_ptr& m, object_run_function run) {
   object_message_header oh = checked_header(n, *m);
-  object_entry& e = directory_of(n).find_or_insert(oh.target);
-  if (m->local_progress == stage_granted) {
-    run_granted(n, e, m, oh, run);
-    return;
-  }
-  switch (pass_gates(n, e, m, oh, true)) {
-    case gate_result::run_now:
+  directory& dir = directory_of(n);
+  for (;;) {
+    // A granted message's entry stays: its grant keeps the object from being destroyed.
+    object_entry& e = dir.find_or_insert(oh.target);
+    if (m->local_progress == stage_granted) {
       run_granted(n, e, m, oh, run);
       return;
-    case gate_result::queued:    // granted, but a scheduling policy runs it: it was set aside
-    case gate_result::consumed:  // and counts again when it runs; this turn ends here
-      return;
+    }
+    switch (pass_gates(n, e, m, oh, true)) {
+      case gate_result::run_now:
+        run_granted(n, e, m, oh, run);
+        return;
+      case gate_result::queued:    // granted, but a scheduling policy runs it: it was set
+      case gate_result::consumed:  // aside and counts again when it runs; this turn ends
+        if (dir.inserted() >= sweep_min_new_entries) sweep_directory_if_due(n);
+        return;
+      case gate_result::retry:
+        continue;
+    }
   }
 }
 
 void give_back_granted(node_runtime& n, message_ptr m) noexcept {
   const object_message_header oh = read_object_header(*m);
+  const grace_read_section reading;
   object_entry* e = directory_of(n).find(oh.target);
   if (e && e->state().revoke.load(std::memory_order_acquire) && revoked(n, *e, m, oh, true))
     return;  // queued again in front of its object, its count with it
@@ -567,22 +609,29 @@ bool admit_object_message(node_runtime& n, message_ptr& m) {
   if (oh.unused != 0)
     throw deserialization_error("a message to " + describe_object(oh.target) +
                                 " arrived marked as already admitted");
-  object_entry& e = directory_of(n).find_or_insert(oh.target);
-  switch (pass_gates(n, e, m, oh, false)) {
-    case gate_result::queued:
-      return true;  // counted when it runs
-    case gate_result::consumed:
-      note_handled(n);  // its arrival is dealt with, as if it had run
-      return true;
-    case gate_result::run_now:
-      break;  // not with may_run_here == false
+  const grace_read_section reading;  // admission may run on a communication thread
+  for (;;) {
+    object_entry& e = directory_of(n).find_or_insert(oh.target);
+    switch (pass_gates(n, e, m, oh, false)) {
+      case gate_result::queued:
+        return true;  // counted when it runs
+      case gate_result::consumed:
+        note_handled(n);  // its arrival is dealt with, as if it had run
+        return true;
+      case gate_result::run_now:
+        return false;  // not with may_run_here == false
+      case gate_result::retry:
+        continue;
+    }
   }
-  return false;
 }
 
 node_id route_object_message(node_runtime& n, message& m) {
   object_message_header oh = read_object_header(m);
-  object_entry& e = directory_of(n).find_or_insert(oh.target);
+  const grace_read_section reading;  // a no-op on a worker
+  directory& dir = directory_of(n);
+  if (dir.inserted() >= sweep_min_new_entries) sweep_directory_if_due(n);
+  object_entry& e = dir.find_or_insert(oh.target);
   const object_entry::ticket t = e.take_sequence();
   oh.seq = t.seq;
   oh.series = t.series;
@@ -638,6 +687,7 @@ void install_constructed_object(node_runtime& n, const object_id& id,
 
 node_id last_known_location(const object_id& id) {
   node_runtime& n = sending_node("roam::call_together");
+  const grace_read_section reading;
   route r = directory_of(n).find_or_insert(id).current_route();
   return r.version ? r.location : id.home;
 }

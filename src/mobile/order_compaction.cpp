@@ -11,6 +11,7 @@
 // that series at 0, and ordering stays exact across any number of rounds and migrations.
 #include "mobile_node.hpp"
 
+#include <roam/core/detail/grace_period.hpp>
 #include <roam/core/detail/handler_registry.hpp>
 
 #include <cstring>
@@ -49,6 +50,7 @@ void post_series_wire(node_runtime& n, const handler_entry& entry, node_id to,
 handler_entry series_restarted_entry{
     "roam.mobile.series_restarted", [](node_runtime& n, message_ptr& m) {
       const series_wire w = read_series_wire(*m, "a series restart notice");
+      const grace_read_section reading;
       object_entry* e = directory_of(n).find(w.id);
       if (!e) return;
       std::lock_guard guard(e->lock);
@@ -67,6 +69,7 @@ handler_entry restart_series_entry{
         throw deserialization_error("a series restart request for node " +
                                     std::to_string(w.origin) + " reached node " +
                                     std::to_string(id_of(n)));
+      const grace_read_section reading;
       object_entry* e = directory_of(n).find(w.id);
       // No entry: this node never numbered a message to the object (the request is corrupt,
       // or the entry was collected after it moved past every series); nothing can be in
@@ -93,6 +96,7 @@ void ask_idle_origins_to_restart(node_runtime& n, object_entry& e) {
 
 std::size_t ordered_origins(const object_id& id) {
   node_runtime& n = sending_node("roam::detail::ordered_origins");
+  const grace_read_section reading;
   object_entry* e = directory_of(n).find(id);
   if (!e) return 0;
   std::lock_guard guard(e->lock);

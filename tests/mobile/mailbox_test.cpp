@@ -205,24 +205,29 @@ TEST(LocationGate, ResidentAwaitingForwardNeverCreatedDestroyed) {
   {
     object_entry e(id);
     e.state().state = residence::resident;
-    EXPECT_EQ(location_gate(e.state(), e, oh, 0, r), location_outcome::resident);
+    EXPECT_EQ(location_gate(e.state(), e, oh, 0, false, r), location_outcome::resident);
     e.state().state = residence::destroyed;
-    EXPECT_EQ(location_gate(e.state(), e, oh, 0, r), location_outcome::destroyed);
+    EXPECT_EQ(location_gate(e.state(), e, oh, 0, false, r), location_outcome::destroyed);
   }
   {
     object_entry e(id);  // absent, nothing known: ask its home, or fail there
-    EXPECT_EQ(location_gate(e.state(), e, oh, 0, r), location_outcome::forward);
+    EXPECT_EQ(location_gate(e.state(), e, oh, 0, false, r), location_outcome::forward);
     EXPECT_EQ(r.location, 2u);
-    EXPECT_EQ(location_gate(e.state(), e, oh, 2, r), location_outcome::never_created);
+    EXPECT_EQ(location_gate(e.state(), e, oh, 2, false, r), location_outcome::never_created);
+    // At its home, with its index handed out: destroyed, and its entry removed (ADR 46).
+    EXPECT_EQ(location_gate(e.state(), e, oh, 2, true, r), location_outcome::destroyed);
+    oh.version = 3;  // even for a sender that knew a later installation
+    EXPECT_EQ(location_gate(e.state(), e, oh, 2, true, r), location_outcome::destroyed);
+    oh.version = 0;
   }
   {
     object_entry e(id);  // absent, last seen on node 3 at version 4
     e.learn_route({4, 3});
     oh.version = 4;
-    EXPECT_EQ(location_gate(e.state(), e, oh, 0, r), location_outcome::forward);
+    EXPECT_EQ(location_gate(e.state(), e, oh, 0, false, r), location_outcome::forward);
     EXPECT_EQ(r.location, 3u);
     oh.version = 5;  // the sender knows of a newer installation, here: wait for it
-    EXPECT_EQ(location_gate(e.state(), e, oh, 0, r), location_outcome::awaits_install);
+    EXPECT_EQ(location_gate(e.state(), e, oh, 0, false, r), location_outcome::awaits_install);
   }
 }
 

@@ -680,6 +680,117 @@ TEST(MobileObjects, DestroyedAndMistypedPointersFailClearly) {
   });
 }
 
+// Waits (up to 20 s) until the calling node keeps at most `most` directory entries, sweeping
+// now and then; returns the last count.
+std::size_t entries_once_swept(std::size_t most) {
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  std::size_t now = roam::detail::directory_entries();
+  for (int round = 0; now > most && std::chrono::steady_clock::now() < deadline; ++round) {
+    if (round % 50 == 0) roam::detail::sweep_directory_now();
+    std::this_thread::sleep_for(2ms);
+    now = roam::detail::directory_entries();
+  }
+  return now;
+}
+
+TEST(MobileObjects, DestroyedObjectsLeaveNoDirectoryEntriesAndLateMessagesFail) {
+  // ADR 46: the holder and the home drop a destroyed object's entry at once, and every
+  // other node (senders, forwarders) drops it after a sweep; a message that reaches a node
+  // which dropped its entry still fails as one sent to a destroyed object.
+  run_everywhere([] {
+    const roam::node_id me = roam::this_node(), nodes = roam::num_nodes();
+    const std::size_t before = roam::detail::directory_entries();
+    roam::barrier();  // before any node creates objects here
+    // Each node creates objects on every node; every node sends to every object; half of
+    // them move once (leaving forwarding entries behind).
+    constexpr int per_node = 64;
+    std::vector<roam::mobile_ptr<counter>> mine;
+    for (int i = 0; i < per_node; ++i)
+      mine.push_back(roam::make_mobile<counter>(roam::node(next_node(static_cast<unsigned>(i)))));
+    std::vector<std::vector<roam::mobile_ptr<counter>>> all(nodes);
+    for (roam::node_id k = 0; k < nodes; ++k) all[k] = roam::broadcast_value(mine, k);
+    for (auto& of_node : all)
+      for (auto& p : of_node) p.send<&counter::add>(long{1});
+    for (int i = 0; i < per_node; i += 2) roam::migrate(mine[i], next_node(2)).get();
+    roam::barrier();
+    if (me == 0) roam::wait_quiescence();
+    roam::barrier();
+    for (auto& of_node : all)
+      for (auto& p : of_node) EXPECT_EQ(p.call<&counter::get>().get(), nodes);
+    // Every node knows every object now (its own, and those it sent to).
+    EXPECT_GE(roam::detail::directory_entries(), before + per_node * nodes);
+    roam::barrier();
+    // Each creator destroys its objects (on the nodes that hold them).
+    for (auto& p : mine) roam::destroy(p).get();
+    roam::barrier();
+    if (me == 0) roam::wait_quiescence();
+    roam::barrier();
+    // Late messages, from every node, to every destroyed object: each fails, wherever the
+    // sender's last route leads (to a holder that dropped its entry, the holder asks the
+    // home; a home without an entry knows).
+    for (auto& of_node : all)
+      for (auto& p : of_node) {
+        try {
+          p.call<&counter::get>().get();
+          ADD_FAILURE() << "expected roam::object_error for "
+                        << roam::detail::describe_object(p.id());
+        } catch (const roam::object_error& e) {
+          EXPECT_NE(std::string(e.what()).find("was destroyed"), std::string::npos) << e.what();
+        }
+      }
+    roam::barrier();
+    if (me == 0) roam::wait_quiescence();
+    roam::barrier();
+    const std::size_t left = entries_once_swept(before);
+    EXPECT_LE(left, before) << "node " << me << " keeps " << left - before
+                            << " directory entries of destroyed objects";
+    roam::barrier();
+  });
+}
+
+TEST(MobileObjects, DirectoryStaysBoundedWhileObjectsAreCreatedAndDestroyedEveryStep) {
+  // An adaptive code's pattern: every step, each node creates objects on every node, every
+  // node calls some, and the creators destroy them. Without freeing, each node's directory
+  // grows by a step's objects every step; with it, sweeps run on their own (no
+  // sweep_directory_now here) and keep it within a few steps' worth.
+  run_everywhere([] {
+    const roam::node_id me = roam::this_node(), nodes = roam::num_nodes();
+    const std::size_t before = roam::detail::directory_entries();
+    roam::barrier();
+    constexpr int steps = 24;
+    const int per_node = std::max(32, 1024 / static_cast<int>(nodes));  // ~1024 a step
+    const std::size_t per_step = static_cast<std::size_t>(per_node) * nodes;
+    std::size_t most = 0;
+    for (int step = 0; step < steps; ++step) {
+      std::vector<roam::mobile_ptr<counter>> mine;
+      for (int i = 0; i < per_node; ++i)
+        mine.push_back(roam::make_mobile<counter>(roam::node(next_node(static_cast<unsigned>(i)))));
+      const auto all = roam::allgather(mine);
+      std::vector<roam::future<long>> replies;
+      for (const auto& of_node : all)
+        for (std::size_t i = static_cast<std::size_t>(step) % 3; i < of_node.size(); i += 3)
+          replies.push_back(of_node[i].call<&counter::get>());
+      for (auto& r : replies) EXPECT_EQ(r.get(), 0);
+      roam::barrier();
+      std::vector<roam::future<void>> gone;
+      for (auto& p : mine) gone.push_back(roam::destroy(p));
+      for (auto& g : gone) g.get();
+      roam::barrier();
+      most = std::max(most, roam::detail::directory_entries());
+    }
+    // A sweep runs once a node has taken in max(1024, half its size) new entries: at most
+    // about two steps' entries beyond that stay between sweeps.
+    EXPECT_LE(most, before + 1024 + 3 * per_step)
+        << "node " << me << ": the directory grew to " << most << " entries over " << steps
+        << " steps of " << per_step << " objects";
+    roam::barrier();
+    if (me == 0) roam::wait_quiescence();
+    roam::barrier();
+    EXPECT_LE(entries_once_swept(before), before) << "node " << me;
+    roam::barrier();
+  });
+}
+
 TEST(MobileObjects, HandlersMayWaitForOtherObjects) {
   run_everywhere([] {
     auto a = roam::make_mobile<counter>();

@@ -128,6 +128,10 @@ std::string describe_object(const object_id& id);
 /// For tests: how many origin nodes the calling node keeps ordering state for, for an object
 /// it holds (0 if it does not hold it).
 std::size_t ordered_origins(const object_id& id);
+/// For tests: how many directory entries the calling node keeps (ADR 46).
+std::size_t directory_entries();
+/// For tests: starts a sweep of the calling node's directory now (entry_collection.cpp).
+void sweep_directory_now();
 
 /// The runtime operations on one object (see lifecycle.hpp for their guarantees).
 future<void> migrate_object(const object_id& id, node_id dest);

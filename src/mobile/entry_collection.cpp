@@ -1,0 +1,188 @@
+// Freeing the directory entries of destroyed objects (ADR 46).
+//
+// Who frees what:
+// - the node that destroys an object tells the object's home, then removes its own entry;
+// - the home removes its entry when told. It needs no tombstone: it keeps an entry for every
+//   object it created until the object is destroyed, and it knows which indices it handed
+//   out, so "no route here, index handed out" means destroyed (location_gate);
+// - every other node (senders, nodes a message passed through) removes its entries of
+//   destroyed objects by a sweep: it asks each home, in one message per home, which of the
+//   objects it knows are destroyed, and removes those the home names. A node sweeps once its
+//   directory has taken in half its size in new entries (at least sweep_min_new_entries), so
+//   its entries of destroyed objects stay within a constant factor of the others.
+//
+// A message that reaches a node whose entry was removed finds no route there. Routed by a
+// sender that still knew the object there, it would wait for an installation that never
+// comes: the node asks the home, which answers if the object is destroyed, and the message
+// then fails as one sent to a destroyed object. The notice, the question and the answer are
+// runtime-internal system messages (uncounted, like location updates); between one pair of
+// nodes they keep their order, so a home asked by the node that destroyed the object has
+// always heard of the destruction first.
+#include "mobile_node.hpp"
+
+#include <roam/core/detail/grace_period.hpp>
+#include <roam/core/detail/handler_registry.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace roam::detail {
+
+namespace {
+
+/// Indices in one question or answer (64 KiB of payload).
+constexpr std::size_t indices_per_message = 8192;
+
+bool holds_nothing(const object_state* s) noexcept {
+  return !s || (s->state != residence::resident && s->idle() && !s->migration_pending &&
+                s->ready.empty() && s->early.empty() && s->awaiting_install.empty() &&
+                s->orphans_failing == 0);
+}
+
+/// Under the entry's lock: whether `e` may go. `known_destroyed`: the home said so.
+bool dead(node_runtime& n, const object_entry& e, const object_state* s, bool known_destroyed) {
+  if (!holds_nothing(s)) return false;
+  if (known_destroyed || (s && s->state == residence::destroyed)) return true;
+  // A home without a route: destroyed (its index was handed out) or never created.
+  return e.id().home == id_of(n) && e.current_route().version == 0;
+}
+
+std::vector<std::uint64_t> read_indices(const message& m, const char* what) {
+  const std::size_t bytes = m.header.payload_size;
+  if (bytes == 0 || bytes % sizeof(std::uint64_t) != 0 ||
+      bytes / sizeof(std::uint64_t) > indices_per_message)
+    throw deserialization_error(std::string(what) + " has " + std::to_string(bytes) +
+                                " bytes, not a list of 1 to " +
+                                std::to_string(indices_per_message) + " object indices");
+  std::vector<std::uint64_t> indices(bytes / sizeof(std::uint64_t));
+  std::memcpy(indices.data(), m.payload(), bytes);
+  return indices;
+}
+
+/// On an object's home: whether it is destroyed.
+bool destroyed_at_home(node_runtime& n, std::uint64_t index) {
+  directory& dir = directory_of(n);
+  if (!dir.index_issued(index)) return false;  // never created: nothing to say
+  object_entry* e = dir.find(object_id{id_of(n), 0, index});
+  if (!e) return true;
+  std::lock_guard guard(e->lock);
+  const object_state* s = e->state_if_any();
+  if (s && s->state == residence::destroyed) return true;
+  return e->current_route().version == 0;
+}
+
+void post_indices(node_runtime& n, const handler_entry& handler, node_id to,
+                  const std::vector<std::uint64_t>& indices) {
+  for (std::size_t at = 0; at < indices.size(); at += indices_per_message) {
+    const std::size_t count = std::min(indices_per_message, indices.size() - at);
+    post_protocol_message(n, handler, to, indices.data() + at, count * sizeof(std::uint64_t));
+  }
+}
+
+// Home -> asker: these objects (of the home) are destroyed.
+handler_entry destroyed_answer_entry{
+    "roam.mobile.destroyed_objects", [](node_runtime& n, message_ptr& m) {
+      const grace_read_section reading;
+      const node_id home = m->header.source;
+      for (const std::uint64_t index : read_indices(*m, "a list of destroyed objects"))
+        if (object_entry* e = directory_of(n).find(object_id{home, 0, index}))
+          learn_destroyed(n, *e);
+    }};
+const bool destroyed_answer_registered = handler_registry::add(&destroyed_answer_entry);
+
+// Asker -> home: which of these objects are destroyed?
+handler_entry which_destroyed_entry{
+    "roam.mobile.which_destroyed", [](node_runtime& n, message_ptr& m) {
+      const grace_read_section reading;
+      std::vector<std::uint64_t> destroyed;
+      for (const std::uint64_t index : read_indices(*m, "a question about destroyed objects"))
+        if (destroyed_at_home(n, index)) destroyed.push_back(index);
+      if (!destroyed.empty()) post_indices(n, destroyed_answer_entry, m->header.source, destroyed);
+    }};
+const bool which_destroyed_registered = handler_registry::add(&which_destroyed_entry);
+
+// Destroying node -> home: the object is destroyed.
+handler_entry object_destroyed_entry{
+    "roam.mobile.object_destroyed", [](node_runtime& n, message_ptr& m) {
+      const grace_read_section reading;
+      for (const std::uint64_t index : read_indices(*m, "a destruction notice"))
+        if (object_entry* e = directory_of(n).find(object_id{id_of(n), 0, index}))
+          learn_destroyed(n, *e);
+    }};
+const bool object_destroyed_registered = handler_registry::add(&object_destroyed_entry);
+
+}  // namespace
+
+bool collect_if_dead(node_runtime& n, object_entry& e, bool known_destroyed) {
+  return directory_of(n).remove_if(
+      e, [&](object_entry& x) { return dead(n, x, x.state_if_any(), known_destroyed); });
+}
+
+void learn_destroyed(node_runtime& n, object_entry& e) {
+  set_aside_list orphans;
+  {
+    std::lock_guard guard(e.lock);
+    if (e.collected()) return;
+    object_state* s = e.state_if_any();
+    if (s && s->state == residence::resident) return;  // here and alive: not this object
+    if (s) {
+      s->state = residence::destroyed;
+      for (set_aside_message& m : s->awaiting_install) orphans.push_back(std::move(m));
+      s->awaiting_install.clear();
+      s->orphans_failing += static_cast<std::uint32_t>(orphans.size());
+    }
+  }
+  if (orphans.empty()) {
+    (void)collect_if_dead(n, e, true);
+    return;
+  }
+  run_all_later(n, orphans);  // each fails (the object is destroyed); the last one collects
+}
+
+void tell_home_destroyed(node_runtime& n, const object_id& id) {
+  (void)object_destroyed_registered;
+  if (id.home == id_of(n)) return;
+  const std::uint64_t index = id.index;
+  post_protocol_message(n, object_destroyed_entry, id.home, &index, sizeof index);
+}
+
+void ask_home_if_destroyed(node_runtime& n, const object_id& id) {
+  (void)which_destroyed_registered;
+  (void)destroyed_answer_registered;
+  const std::uint64_t index = id.index;
+  post_protocol_message(n, which_destroyed_entry, id.home, &index, sizeof index);
+}
+
+void sweep_directory(node_runtime& n) {
+  const grace_read_section reading;
+  directory& dir = directory_of(n);
+  // Objects of other homes that this node neither holds nor keeps messages for.
+  std::map<node_id, std::vector<std::uint64_t>> by_home;
+  dir.for_each_entry([&](object_entry& e) {
+    if (e.id().home == id_of(n)) return;
+    std::lock_guard guard(e.lock);
+    if (!e.collected() && holds_nothing(e.state_if_any()))
+      by_home[e.id().home].push_back(e.id().index);
+  });
+  for (const auto& [home, indices] : by_home) post_indices(n, which_destroyed_entry, home, indices);
+  grace_collect();
+}
+
+void sweep_directory_if_due(node_runtime& n) {
+  directory& dir = directory_of(n);
+  const std::size_t due = std::max(sweep_min_new_entries, dir.entries() / 2);
+  if (dir.inserted() < due) return;
+  if (!dir.claim_sweep(due)) return;  // another thread sweeps
+  sweep_directory(n);
+}
+
+std::size_t directory_entries() {
+  return directory_of(sending_node("roam::detail::directory_entries")).entries();
+}
+
+void sweep_directory_now() { sweep_directory(sending_node("roam::detail::sweep_directory_now")); }
+
+}  // namespace roam::detail
