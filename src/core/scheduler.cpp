@@ -254,7 +254,11 @@ void scheduler::wake_one_worker() noexcept {
 bool scheduler::park_worker() {
   // A parked worker would hold back the freeing of what others retire: it frees what it
   // can, then reads nothing until it comes back online.
+  // An idle node's housekeeping (extensions' idle hooks) asks to run again later: this
+  // worker then sleeps at most a second.
+  bool housekeeping = false;
   if (tl_worker >= 0) {
+    housekeeping = node_.idle_extensions();
     grace_collect_now_and_then();
     grace_go_offline();
   }
@@ -280,6 +284,7 @@ bool scheduler::park_worker() {
       if (timer_count_.load() > 0) limit = std::max(until_next_timer(), clock::duration::zero());
       bool duty = false;
       if (progress_) limit = std::min<clock::duration>(limit, take_poll_duty(duty));
+      if (housekeeping) limit = std::min<clock::duration>(limit, std::chrono::seconds(1));
       auto wake = [this] { return wake_tokens_ > 0 || stopping_.load(); };
       if (limit != clock::duration::max())
         woken = park_cv_.wait_for(lock, limit, wake);

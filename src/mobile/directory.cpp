@@ -78,7 +78,9 @@ void free_as(void* p) {
 }
 }  // namespace
 
-directory::directory() { current_.store(new table(initial_buckets), std::memory_order_release); }
+directory::directory(node_runtime& n) : node(n) {
+  current_.store(new table(initial_buckets), std::memory_order_release);
+}
 
 directory::~directory() {
   // The node has stopped: nobody reads this directory any more.
@@ -126,6 +128,7 @@ object_entry& directory::find_or_insert(const object_id& id) {
   const std::size_t count = count_.load(std::memory_order_relaxed) + 1;
   count_.store(count, std::memory_order_relaxed);
   inserted_.fetch_add(1, std::memory_order_relaxed);
+  changes_.store(changes_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   insert_into(*t, e);
   if (count > (t->mask + 1) * entries_per_bucket) {
     // Double: a new table with its own links; readers still on the old one see a complete
@@ -151,6 +154,7 @@ void directory::unlink(object_entry& e) {
       // Readers standing on `l` still follow its next: the rest of the chain.
       at->store(l->next.load(std::memory_order_relaxed), std::memory_order_release);
       count_.store(count_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+      changes_.store(changes_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       grace_retire(this, l, free_as<link>);
       grace_retire(this, &e, free_as<object_entry>);
       return;

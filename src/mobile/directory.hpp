@@ -124,7 +124,7 @@ class object_entry {
 
 class directory {
  public:
-  directory();
+  explicit directory(node_runtime& n);
   ~directory();
   directory(const directory&) = delete;
   directory& operator=(const directory&) = delete;
@@ -158,6 +158,8 @@ class directory {
   std::size_t entries() const noexcept { return count_.load(std::memory_order_relaxed); }
   /// Entries inserted since the last sweep (its trigger).
   std::size_t inserted() const noexcept { return inserted_.load(std::memory_order_relaxed); }
+  /// Insertions and removals since the directory was made.
+  std::uint64_t changes() const noexcept { return changes_.load(std::memory_order_relaxed); }
   /// Claims the sweep once `due` entries were inserted since the last one: true for one
   /// caller, which sweeps.
   bool claim_sweep(std::size_t due) noexcept {
@@ -187,6 +189,16 @@ class directory {
   /// Set by the load-balancing layer before any traffic; read on every message.
   std::atomic<object_hooks*> hooks{nullptr};
 
+  node_runtime& node;  ///< whose directory this is
+  /// The job is ending (node_extension::quiesce): no more sweeps when idle.
+  std::atomic<bool> ending{false};
+  /// Sweeps of an idle node (entry_collection.cpp): when the next may run (steady_clock
+  /// ticks), changes() when the last one was made, and how often nothing changed between
+  /// two in a row.
+  std::atomic<std::int64_t> next_idle_sweep{0};
+  std::atomic<std::uint64_t> changes_at_idle_sweep{0};
+  std::atomic<unsigned> idle_sweeps_in_vain{0};
+
  private:
   struct link {
     object_entry* entry;
@@ -208,8 +220,9 @@ class directory {
 
   std::atomic<table*> current_;  // owned; replaced tables are retired
   std::mutex insert_lock_;
-  std::atomic<std::size_t> count_{0};     // entries, written under insert_lock_
-  std::atomic<std::size_t> inserted_{0};  // since take_inserted()
+  std::atomic<std::size_t> count_{0};      // entries, written under insert_lock_
+  std::atomic<std::size_t> inserted_{0};   // since the last claim_sweep()
+  std::atomic<std::uint64_t> changes_{0};  // written under insert_lock_
   std::atomic<std::uint64_t> next_index_{1};
   mutable std::mutex residents_lock_;
   std::vector<object_entry*> residents_;

@@ -9,7 +9,10 @@
 //   destroyed objects by a sweep: it asks each home, in one message per home, which of the
 //   objects it knows are destroyed, and removes those the home names. A node sweeps once its
 //   directory has taken in half its size in new entries (at least sweep_min_new_entries), so
-//   its entries of destroyed objects stay within a constant factor of the others.
+//   its entries of destroyed objects stay within a constant factor of the others; and an
+//   idle node sweeps a second after its last idle sweep, waiting twice as long after each
+//   one when nothing changed meanwhile (up to 64 s), so that objects destroyed while it took
+//   in nothing still go.
 //
 // A message that reaches a node whose entry was removed finds no route there. Routed by a
 // sender that still knew the object there, it would wait for an installation that never
@@ -24,6 +27,7 @@
 #include <roam/core/detail/handler_registry.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <string>
@@ -177,6 +181,34 @@ void sweep_directory_if_due(node_runtime& n) {
   if (dir.inserted() < due) return;
   if (!dir.claim_sweep(due)) return;  // another thread sweeps
   sweep_directory(n);
+}
+
+bool sweep_directory_when_idle(node_runtime& n) {
+  directory& dir = directory_of(n);
+  if (dir.ending.load(std::memory_order_relaxed)) return false;
+  // Only entries of objects of other homes go by sweeps; this counts all, which is enough
+  // to stop asking on a node that knows nothing.
+  const std::size_t entries = dir.entries();
+  if (entries == 0) return false;
+  const std::int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+  std::int64_t next = dir.next_idle_sweep.load(std::memory_order_relaxed);
+  if (now < next) return true;
+  // Each time nothing changed in the directory since the last idle sweep (no entry taken
+  // in, none freed by that sweep's answers), the next one waits twice as long, up to 64 s:
+  // a node whose entries are all of live objects stops asking about them every second.
+  const std::uint64_t changes = dir.changes();
+  unsigned in_vain = 0;
+  if (next != 0 && changes == dir.changes_at_idle_sweep.load(std::memory_order_relaxed))
+    in_vain = std::min(dir.idle_sweeps_in_vain.load(std::memory_order_relaxed) + 1, 6u);
+  const auto wait = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::seconds(1) * (1u << in_vain));
+  if (!dir.next_idle_sweep.compare_exchange_strong(next, now + wait.count(),
+                                                   std::memory_order_relaxed))
+    return true;
+  dir.idle_sweeps_in_vain.store(in_vain, std::memory_order_relaxed);
+  dir.changes_at_idle_sweep.store(changes, std::memory_order_relaxed);
+  sweep_directory(n);
+  return true;
 }
 
 std::size_t directory_entries() {

@@ -127,6 +127,10 @@ inline constexpr std::size_t sweep_min_new_entries = 1024;
 /// sweep_directory() once the directory has taken in enough new entries. Callers test
 /// `directory::inserted() >= sweep_min_new_entries` first, inline.
 void sweep_directory_if_due(node_runtime& n);
+/// A worker of `n` is about to park (node_extension::idle): sweeps a second after the last
+/// idle sweep, or up to a minute after when sweeps keep finding nothing, so that a node
+/// that no longer takes in entries still frees those of objects destroyed meanwhile.
+bool sweep_directory_when_idle(node_runtime& n);
 
 /// Runs a runtime operation (migrate, destroy, locate, gather) whose access is granted.
 void run_operation(node_runtime& n, object_entry& e, message_ptr& m,

@@ -33,8 +33,15 @@ namespace roam::detail {
 namespace {
 
 const extension_key directory_extension = register_node_extension(
-    {"mobile objects", 50, [](node_runtime&) -> void* { return new directory(); },
-     [](void* state) noexcept { delete static_cast<directory*>(state); }});
+    {.name = "mobile objects",
+     .order = 50,
+     .make = [](node_runtime& n) -> void* { return new directory(n); },
+     .destroy = [](void* state) noexcept { delete static_cast<directory*>(state); },
+     .quiesce = [](void* state) { static_cast<directory*>(state)->ending = true; },
+     .idle =
+         [](void* state) {
+           return sweep_directory_when_idle(static_cast<directory*>(state)->node);
+         }});
 
 std::string handler_name(const message_header& h, const object_message_header& oh) {
   switch (oh.operation) {

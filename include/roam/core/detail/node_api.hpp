@@ -120,6 +120,11 @@ struct node_extension {
   /// balancer's control messages) are dropped from now on. It returns once nothing of it
   /// can still send; what it sent before is counted and waited for by the detection.
   void (*quiesce)(void* state) = nullptr;
+  /// Optional: housekeeping that must not wait for traffic (the mobile layer's directory
+  /// sweep), called by a worker of the node about to park, at most every 100 ms per node,
+  /// on the worker's thread. It may send system messages; it must not wait. Returns true
+  /// to be called again within about a second though nothing else wakes the worker.
+  bool (*idle)(void* state) = nullptr;
 };
 /// Names a registered extension.
 using extension_key = unsigned;
