@@ -11,6 +11,7 @@
 namespace roam::detail {
 
 thread_local grace_record* tl_grace_record [[gnu::tls_model("initial-exec")]] = nullptr;
+constinit std::atomic<std::uint64_t> grace_epoch{1};
 
 namespace {
 
@@ -37,7 +38,7 @@ struct retired {
 constexpr std::size_t retirements_per_attempt = 32;
 
 struct grace_domain {
-  std::atomic<std::uint64_t> epoch{1};
+  std::atomic<std::uint64_t>& epoch = grace_epoch;
   std::atomic<grace_record*> records{nullptr};     // pushed at the front, never removed
   std::mutex lock;                                 // retirement and advancing
   std::deque<retired> waiting;                     // by increasing epoch
@@ -133,11 +134,6 @@ void grace_register_worker() noexcept {
   grace_record& r = own_record(true);
   r.worker = true;
   come_online(r);
-}
-
-void grace_announce_quiescent_state() noexcept {
-  grace_record* r = tl_grace_record;
-  r->epoch.store(domain().epoch.load(std::memory_order_acquire), std::memory_order_release);
 }
 
 void grace_go_offline() noexcept { tl_grace_record->epoch.store(0, std::memory_order_release); }

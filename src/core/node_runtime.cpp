@@ -166,22 +166,12 @@ void node_runtime::stop_extensions() noexcept {
 }
 
 bool node_runtime::idle_extensions() noexcept {
-  const std::int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
-  std::int64_t next = next_idle_hooks.load(std::memory_order_relaxed);
-  // Ran lately, or running on another thread: their last answer holds.
-  if (now < next) return idle_hooks_again.load(std::memory_order_relaxed);
-  constexpr auto period = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::milliseconds(100));
-  if (!next_idle_hooks.compare_exchange_strong(next, now + period.count(),
-                                               std::memory_order_relaxed))
-    return idle_hooks_again.load(std::memory_order_relaxed);
   const extension_registry& r = extensions_registered();
   bool again = false;
   for (std::size_t i = 0; i < extension_count; ++i) {
     const extension_key key = r.by_order[i];
     if (auto idle = r.entries[key].idle; idle && extensions[key]) again |= idle(extensions[key]);
   }
-  idle_hooks_again.store(again, std::memory_order_relaxed);
   return again;
 }
 

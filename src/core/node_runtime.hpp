@@ -53,9 +53,8 @@ class node_runtime {
   /// last quiescence detection) and stop (process shutdown) functions.
   void start_extensions();
   void quiesce_extensions();
-  /// Calls the extensions' idle hooks if 100 ms passed since they last ran (any thread;
-  /// one caller at a time runs them). True if one asked to be called again (now, or when
-  /// they last ran): the caller should not sleep much longer than a second.
+  /// Calls the extensions' idle hooks (a worker about to park). True if one asked to be
+  /// called again: the caller should not sleep much longer than a second.
   bool idle_extensions() noexcept;
   void stop_extensions() noexcept;
 
@@ -88,9 +87,6 @@ class node_runtime {
   /// States of the registered node extensions (see register_node_extension).
   std::array<void*, most_node_extensions> extensions{};
   std::size_t extension_count = 0;  ///< registered when the node was made
-  /// When the idle hooks may run next (steady_clock ticks), and what they last answered.
-  std::atomic<std::int64_t> next_idle_hooks{0};
-  std::atomic<bool> idle_hooks_again{false};
 
   ready_flag stop;  ///< the job is quiescent and shuts down (shutdown_protocol)
 

@@ -1,5 +1,6 @@
 #include "directory.hpp"
 
+#include <roam/base/detail/fatal.hpp>
 #include <roam/core/detail/grace_period.hpp>
 
 #include <algorithm>
@@ -121,9 +122,17 @@ void directory::insert_into(table& t, object_entry* e) {
 
 object_entry& directory::find_or_insert(const object_id& id) {
   if (object_entry* e = find(id)) return *e;
+  table* replaced = nullptr;
+  object_entry* e = insert(id, replaced);
+  // Retired with no lock held: freeing what is due may run here.
+  if (replaced) grace_retire(this, replaced, free_as<table>);
+  return *e;
+}
+
+object_entry* directory::insert(const object_id& id, table*& replaced) {
   std::lock_guard guard(insert_lock_);
   table* t = current_.load(std::memory_order_relaxed);
-  if (object_entry* e = find_in(*t, id)) return *e;
+  if (object_entry* e = find_in(*t, id)) return e;
   auto* e = new object_entry(object_id{id.home, 0, id.index});
   const std::size_t count = count_.load(std::memory_order_relaxed) + 1;
   count_.store(count, std::memory_order_relaxed);
@@ -139,12 +148,12 @@ object_entry& directory::find_or_insert(const object_id& id) {
            l = l->next.load(std::memory_order_relaxed))
         insert_into(*bigger, l->entry);
     current_.store(bigger, std::memory_order_release);
-    grace_retire(this, t, free_as<table>);
+    replaced = t;
   }
-  return *e;
+  return e;
 }
 
-void directory::unlink(object_entry& e) {
+directory::link* directory::unlink(object_entry& e) {
   std::lock_guard guard(insert_lock_);
   table& t = *current_.load(std::memory_order_relaxed);
   std::atomic<link*>* at = &t.buckets[hash(e.id()) & t.mask];
@@ -155,12 +164,20 @@ void directory::unlink(object_entry& e) {
       at->store(l->next.load(std::memory_order_relaxed), std::memory_order_release);
       count_.store(count_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
       changes_.store(changes_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-      grace_retire(this, l, free_as<link>);
-      grace_retire(this, &e, free_as<object_entry>);
-      return;
+      return l;
     }
     at = &l->next;
   }
+  fatal("directory inconsistency: " + describe_object(e.id()) +
+        " is not in the directory it is removed from");
+}
+
+void directory::retire(link* l) {
+  grace_retire(this, l, [](void* p) {
+    auto* removed = static_cast<link*>(p);
+    delete removed->entry;
+    delete removed;
+  });
 }
 
 }  // namespace roam::detail

@@ -138,10 +138,12 @@ class directory {
   /// must not touch `e` afterwards beyond its current work item or read section.
   template <class Dead>
   bool remove_if(object_entry& e, Dead dead) {
-    std::lock_guard guard(e.lock);
-    if (e.collected_ || !dead(e)) return false;
-    e.collected_ = true;
-    unlink(e);
+    {
+      std::lock_guard guard(e.lock);
+      if (e.collected_ || !dead(e)) return false;
+      e.collected_ = true;
+    }
+    retire(unlink(e));  // freeing may run here: with no lock held
     return true;
   }
   /// Calls `visit(entry)` for every entry (a snapshot walk: entries inserted meanwhile may
@@ -193,11 +195,13 @@ class directory {
   /// The job is ending (node_extension::quiesce): no more sweeps when idle.
   std::atomic<bool> ending{false};
   /// Sweeps of an idle node (entry_collection.cpp): when the next may run (steady_clock
-  /// ticks), changes() when the last one was made, and how often nothing changed between
-  /// two in a row.
+  /// ticks), freed_by_sweeps when the last one was made, and how many in a row freed
+  /// nothing.
   std::atomic<std::int64_t> next_idle_sweep{0};
-  std::atomic<std::uint64_t> changes_at_idle_sweep{0};
+  std::atomic<std::uint64_t> freed_at_idle_sweep{0};
   std::atomic<unsigned> idle_sweeps_in_vain{0};
+  /// Entries removed because a sweep's answer named their object destroyed.
+  std::atomic<std::uint64_t> freed_by_sweeps{0};
 
  private:
   struct link {
@@ -215,8 +219,13 @@ class directory {
   static std::size_t hash(const object_id& id) noexcept;
   object_entry* find_in(const table& t, const object_id& id) const noexcept;
   static void insert_into(table& t, object_entry* e);
-  /// Takes `e` out of the current table and retires it and its link (insert_lock_ taken).
-  void unlink(object_entry& e);
+  /// Takes `e` out of the current table (insert_lock_ taken); returns its link.
+  link* unlink(object_entry& e);
+  /// Hands a removed link and its entry to the grace period, which frees both.
+  void retire(link* l);
+  /// The slow part of find_or_insert (insert_lock_ taken): `replaced` is set to the table
+  /// replaced by a larger one, for the caller to retire.
+  object_entry* insert(const object_id& id, table*& replaced);
 
   std::atomic<table*> current_;  // owned; replaced tables are retired
   std::mutex insert_lock_;

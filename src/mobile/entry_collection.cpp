@@ -18,9 +18,10 @@
 // sender that still knew the object there, it would wait for an installation that never
 // comes: the node asks the home, which answers if the object is destroyed, and the message
 // then fails as one sent to a destroyed object. The notice, the question and the answer are
-// runtime-internal system messages (uncounted, like location updates); between one pair of
-// nodes they keep their order, so a home asked by the node that destroyed the object has
-// always heard of the destruction first.
+// runtime-internal system messages (uncounted, like location updates), run as they arrive:
+// between one pair of nodes they keep their order, so a home asked by the node that
+// destroyed the object has always heard of the destruction first. Sweeps ask again about
+// entries whose only messages wait for an installation.
 #include "mobile_node.hpp"
 
 #include <roam/core/detail/grace_period.hpp>
@@ -44,6 +45,13 @@ bool holds_nothing(const object_state* s) noexcept {
   return !s || (s->state != residence::resident && s->idle() && !s->migration_pending &&
                 s->ready.empty() && s->early.empty() && s->awaiting_install.empty() &&
                 s->orphans_failing == 0);
+}
+
+/// Holds nothing but messages waiting for an installation: a sweep asks the home about
+/// these too (it answers only if the object is destroyed, and they then fail).
+bool holds_nothing_but_waiting(const object_state* s) noexcept {
+  return !s || (s->state != residence::resident && s->idle() && !s->migration_pending &&
+                s->ready.empty() && s->early.empty() && s->orphans_failing == 0);
 }
 
 /// Under the entry's lock: whether `e` may go. `known_destroyed`: the home said so.
@@ -86,36 +94,53 @@ void post_indices(node_runtime& n, const handler_entry& handler, node_id to,
   }
 }
 
+// The three protocol messages run as they arrive (admission functions), in the order
+// they left their sender: a home asked by the node that destroyed an object has run the
+// destruction notice first. (Queued, two workers of the home could run them the other way
+// round, and the question would go unanswered.)
+template <void (*Run)(node_runtime&, const message&)>
+constexpr handler_entry arrival_handler(std::string_view name) {
+  return handler_entry{name, [](node_runtime& n, message_ptr& m) { Run(n, *m); }, ~0u,
+                       [](node_runtime& n, message_ptr& m) {
+                         Run(n, *m);
+                         return true;
+                       }};
+}
+
 // Home -> asker: these objects (of the home) are destroyed.
-handler_entry destroyed_answer_entry{
-    "roam.mobile.destroyed_objects", [](node_runtime& n, message_ptr& m) {
-      const grace_read_section reading;
-      const node_id home = m->header.source;
-      for (const std::uint64_t index : read_indices(*m, "a list of destroyed objects"))
-        if (object_entry* e = directory_of(n).find(object_id{home, 0, index}))
-          learn_destroyed(n, *e);
-    }};
+void destroyed_answer(node_runtime& n, const message& m) {
+  const grace_read_section reading;
+  const node_id home = m.header.source;
+  for (const std::uint64_t index : read_indices(m, "a list of destroyed objects"))
+    if (object_entry* e = directory_of(n).find(object_id{home, 0, index})) {
+      if (learn_destroyed(n, *e)) directory_of(n).freed_by_sweeps.fetch_add(1);
+    }
+}
+handler_entry destroyed_answer_entry =
+    arrival_handler<destroyed_answer>("roam.mobile.destroyed_objects");
 const bool destroyed_answer_registered = handler_registry::add(&destroyed_answer_entry);
 
 // Asker -> home: which of these objects are destroyed?
-handler_entry which_destroyed_entry{
-    "roam.mobile.which_destroyed", [](node_runtime& n, message_ptr& m) {
-      const grace_read_section reading;
-      std::vector<std::uint64_t> destroyed;
-      for (const std::uint64_t index : read_indices(*m, "a question about destroyed objects"))
-        if (destroyed_at_home(n, index)) destroyed.push_back(index);
-      if (!destroyed.empty()) post_indices(n, destroyed_answer_entry, m->header.source, destroyed);
-    }};
+void which_destroyed(node_runtime& n, const message& m) {
+  const grace_read_section reading;
+  std::vector<std::uint64_t> destroyed;
+  for (const std::uint64_t index : read_indices(m, "a question about destroyed objects"))
+    if (destroyed_at_home(n, index)) destroyed.push_back(index);
+  if (!destroyed.empty()) post_indices(n, destroyed_answer_entry, m.header.source, destroyed);
+}
+handler_entry which_destroyed_entry =
+    arrival_handler<which_destroyed>("roam.mobile.which_destroyed");
 const bool which_destroyed_registered = handler_registry::add(&which_destroyed_entry);
 
 // Destroying node -> home: the object is destroyed.
-handler_entry object_destroyed_entry{
-    "roam.mobile.object_destroyed", [](node_runtime& n, message_ptr& m) {
-      const grace_read_section reading;
-      for (const std::uint64_t index : read_indices(*m, "a destruction notice"))
-        if (object_entry* e = directory_of(n).find(object_id{id_of(n), 0, index}))
-          learn_destroyed(n, *e);
-    }};
+void object_destroyed(node_runtime& n, const message& m) {
+  const grace_read_section reading;
+  for (const std::uint64_t index : read_indices(m, "a destruction notice"))
+    if (object_entry* e = directory_of(n).find(object_id{id_of(n), 0, index}))
+      (void)learn_destroyed(n, *e);
+}
+handler_entry object_destroyed_entry =
+    arrival_handler<object_destroyed>("roam.mobile.object_destroyed");
 const bool object_destroyed_registered = handler_registry::add(&object_destroyed_entry);
 
 }  // namespace
@@ -125,25 +150,26 @@ bool collect_if_dead(node_runtime& n, object_entry& e, bool known_destroyed) {
       e, [&](object_entry& x) { return dead(n, x, x.state_if_any(), known_destroyed); });
 }
 
-void learn_destroyed(node_runtime& n, object_entry& e) {
+bool learn_destroyed(node_runtime& n, object_entry& e) {
   set_aside_list orphans;
   {
     std::lock_guard guard(e.lock);
-    if (e.collected()) return;
+    if (e.collected()) return false;
     object_state* s = e.state_if_any();
-    if (s && s->state == residence::resident) return;  // here and alive: not this object
+    if (s && s->state == residence::resident) return false;  // here and alive: not this one
     if (s) {
       s->state = residence::destroyed;
-      for (set_aside_message& m : s->awaiting_install) orphans.push_back(std::move(m));
+      for (set_aside_message& m : s->awaiting_install) {
+        m->local_progress = stage_orphan;
+        orphans.push_back(std::move(m));
+      }
       s->awaiting_install.clear();
       s->orphans_failing += static_cast<std::uint32_t>(orphans.size());
     }
   }
-  if (orphans.empty()) {
-    (void)collect_if_dead(n, e, true);
-    return;
-  }
+  if (orphans.empty()) return collect_if_dead(n, e, true);
   run_all_later(n, orphans);  // each fails (the object is destroyed); the last one collects
+  return false;
 }
 
 void tell_home_destroyed(node_runtime& n, const object_id& id) {
@@ -163,12 +189,14 @@ void ask_home_if_destroyed(node_runtime& n, const object_id& id) {
 void sweep_directory(node_runtime& n) {
   const grace_read_section reading;
   directory& dir = directory_of(n);
+  // The job is ending: other processes may have stopped (and nothing is destroyed now).
+  if (dir.ending.load(std::memory_order_relaxed)) return;
   // Objects of other homes that this node neither holds nor keeps messages for.
   std::map<node_id, std::vector<std::uint64_t>> by_home;
   dir.for_each_entry([&](object_entry& e) {
     if (e.id().home == id_of(n)) return;
     std::lock_guard guard(e.lock);
-    if (!e.collected() && holds_nothing(e.state_if_any()))
+    if (!e.collected() && holds_nothing_but_waiting(e.state_if_any()))
       by_home[e.id().home].push_back(e.id().index);
   });
   for (const auto& [home, indices] : by_home) post_indices(n, which_destroyed_entry, home, indices);
@@ -193,12 +221,11 @@ bool sweep_directory_when_idle(node_runtime& n) {
   const std::int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
   std::int64_t next = dir.next_idle_sweep.load(std::memory_order_relaxed);
   if (now < next) return true;
-  // Each time nothing changed in the directory since the last idle sweep (no entry taken
-  // in, none freed by that sweep's answers), the next one waits twice as long, up to 64 s:
-  // a node whose entries are all of live objects stops asking about them every second.
-  const std::uint64_t changes = dir.changes();
+  // Each idle sweep whose answers freed nothing doubles the wait for the next, up to 64 s: a
+  // node whose entries are of live objects asks about them a few times a minute at most.
+  const std::uint64_t freed = dir.freed_by_sweeps.load(std::memory_order_relaxed);
   unsigned in_vain = 0;
-  if (next != 0 && changes == dir.changes_at_idle_sweep.load(std::memory_order_relaxed))
+  if (next != 0 && freed == dir.freed_at_idle_sweep.load(std::memory_order_relaxed))
     in_vain = std::min(dir.idle_sweeps_in_vain.load(std::memory_order_relaxed) + 1, 6u);
   const auto wait = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::seconds(1) * (1u << in_vain));
@@ -206,7 +233,7 @@ bool sweep_directory_when_idle(node_runtime& n) {
                                                    std::memory_order_relaxed))
     return true;
   dir.idle_sweeps_in_vain.store(in_vain, std::memory_order_relaxed);
-  dir.changes_at_idle_sweep.store(changes, std::memory_order_relaxed);
+  dir.freed_at_idle_sweep.store(freed, std::memory_order_relaxed);
   sweep_directory(n);
   return true;
 }

@@ -185,6 +185,7 @@ void destroy_here(node_runtime& n, object_entry& e) {
     for (set_aside_message& m : s.ready) orphans.push_back(std::move(m));
     for (auto& [key, m] : s.early) orphans.push_back(std::move(m));
     for (set_aside_message& m : s.awaiting_install) orphans.push_back(std::move(m));
+    for (set_aside_message& m : orphans) m->local_progress = stage_orphan;
     s.ready.clear();
     s.early.clear();
     s.awaiting_install.clear();

@@ -26,6 +26,7 @@ enum object_message_stage : std::uint8_t {
   stage_new = 0,       ///< not yet checked for order
   stage_admitted = 1,  ///< in order, waiting in the object's queue for access
   stage_granted = 2,   ///< its access is held for it: run it
+  stage_orphan = 3,    ///< taken out of a destroyed object's mailbox, on its way to fail
 };
 
 /// What the order gate decided for a message with sequence number `seq` from one origin.

@@ -433,15 +433,12 @@ handler_entry location_update_entry{
       if (u.where.location == id_of(n)) return;
       const grace_read_section reading;
       directory& dir = directory_of(n);
-      if (u.id.home == id_of(n)) {
-        // A late update for an object whose home has no route to it: it was destroyed, and
-        // a route would send messages after it, to a node that no longer knows it.
-        object_entry* e = dir.find(u.id);
-        if (!e || e->current_route().version == 0) return;
-        e->learn_route(u.where);
-        return;
-      }
-      dir.find_or_insert(u.id).learn_route(u.where);
+      // Only a node that knows the object is owed an update. One without an entry, or a
+      // home without a route, had it removed because the object was destroyed: a route
+      // learnt from a late update would send messages after it, where nobody knows it.
+      object_entry* e = dir.find(u.id);
+      if (!e || (u.id.home == id_of(n) && e->current_route().version == 0)) return;
+      e->learn_route(u.where);
     }};
 
 const bool location_update_registered = handler_registry::add(&location_update_entry);
@@ -494,8 +491,8 @@ gate_result pass_gates(node_runtime& n, object_entry& e, message_ptr& m, object_
   if (e.collected()) return gate_result::retry;
   object_state& s = e.state();
   route r;
-  const bool issued_here =
-      oh.target.home == id_of(n) && directory_of(n).index_issued(oh.target.index);
+  const bool issued_here = s.state != residence::resident && oh.target.home == id_of(n) &&
+                           directory_of(n).index_issued(oh.target.index);
   switch (location_gate(s, e, oh, id_of(n), issued_here, r)) {
     case location_outcome::resident:
       break;
@@ -518,7 +515,7 @@ gate_result pass_gates(node_runtime& n, object_entry& e, message_ptr& m, object_
       (void)collect_if_dead(n, e);
       return gate_result::consumed;
     case location_outcome::destroyed:
-      if (s.orphans_failing > 0) --s.orphans_failing;
+      if (m->local_progress == stage_orphan && s.orphans_failing > 0) --s.orphans_failing;
       lock.unlock();
       fail_object_message(n, m, oh, describe_object(oh.target) + " was destroyed");
       (void)collect_if_dead(n, e);  // the last use of `e` here
@@ -659,6 +656,7 @@ void post_object_message(node_runtime& n, message_ptr m) {
 
 object_id create_local_object(node_runtime& n, std::uint32_t type,
                               std::unique_ptr<object_box> box) {
+  const grace_read_section reading;  // the lookup walks a table another thread may replace
   directory& dir = directory_of(n);
   object_id id{id_of(n), type, dir.next_index()};
   object_entry& e = dir.find_or_insert(id);
@@ -676,7 +674,10 @@ object_id create_remote_object(node_runtime& n, std::uint32_t type, node_id wher
                                message_ptr construct) {
   directory& dir = directory_of(n);
   object_id id{id_of(n), type, dir.next_index()};
-  dir.find_or_insert(id).learn_route({1, where});
+  {
+    const grace_read_section reading;  // the lookup walks a table another thread may replace
+    dir.find_or_insert(id).learn_route({1, where});
+  }
   std::memcpy(construct->payload(), &id, sizeof id);
   construct->header.dest = where;
   post(n, std::move(construct));
@@ -695,7 +696,8 @@ void install_constructed_object(node_runtime& n, const object_id& id,
 node_id last_known_location(const object_id& id) {
   node_runtime& n = sending_node("roam::call_together");
   const grace_read_section reading;
-  route r = directory_of(n).find_or_insert(id).current_route();
+  const object_entry* e = directory_of(n).find(id);  // no entry made for a lookup
+  const route r = e ? e->current_route() : route{};
   return r.version ? r.location : id.home;
 }
 

@@ -37,11 +37,17 @@ struct alignas(64) grace_record {
 
 /// The calling thread's record, or nullptr before it first took part.
 extern thread_local grace_record* tl_grace_record [[gnu::tls_model("initial-exec")]];
+/// The process's epoch (advanced under the domain's lock in grace_period.cpp).
+extern std::atomic<std::uint64_t> grace_epoch;
 
 /// Makes the calling thread a worker for the rule above: online until it parks or ends.
 void grace_register_worker() noexcept;
 /// The calling worker holds no pointer into retired-able structures (its loop's top).
-void grace_announce_quiescent_state() noexcept;
+/// Inline: it runs once per work item.
+inline void grace_announce_quiescent_state() noexcept {
+  tl_grace_record->epoch.store(grace_epoch.load(std::memory_order_acquire),
+                               std::memory_order_release);
+}
 /// The calling worker parks: it reads nothing until grace_come_online().
 void grace_go_offline() noexcept;
 void grace_come_online() noexcept;

@@ -121,9 +121,10 @@ struct node_extension {
   /// can still send; what it sent before is counted and waited for by the detection.
   void (*quiesce)(void* state) = nullptr;
   /// Optional: housekeeping that must not wait for traffic (the mobile layer's directory
-  /// sweep), called by a worker of the node about to park, at most every 100 ms per node,
-  /// on the worker's thread. It may send system messages; it must not wait. Returns true
-  /// to be called again within about a second though nothing else wakes the worker.
+  /// sweep), called by every worker of the node about to park, on its thread: keep it to a
+  /// few loads when there is nothing to do. It may send system messages; it must not wait.
+  /// Returns true to be called again within about a second though nothing else wakes the
+  /// worker.
   bool (*idle)(void* state) = nullptr;
 };
 /// Names a registered extension.
