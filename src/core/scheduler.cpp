@@ -252,25 +252,21 @@ void scheduler::wake_one_worker() noexcept {
 }
 
 bool scheduler::park_worker() {
-  // A parked worker would hold back the freeing of what others retire: it frees what it
-  // can, then reads nothing until it comes back online.
-  // An idle node's housekeeping (extensions' idle hooks) asks to run again later: this
-  // worker then sleeps at most a second.
-  bool housekeeping = false;
-  if (tl_worker >= 0) {
-    housekeeping = node_.idle_extensions();
-    grace_collect_now_and_then();
-    grace_go_offline();
-  }
-  struct come_back_online {
-    ~come_back_online() {
-      if (tl_worker >= 0) grace_come_online();
-    }
-  } online;
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
   if (has_queued_work() || stopping_.load()) {
     sleepers_.fetch_sub(1);
     return true;
+  }
+  // About to sleep. The node's housekeeping (extensions' idle hooks) may ask to run again
+  // later: this worker then sleeps at most a second. A sleeping worker would hold back the
+  // freeing of what others retire: it frees what it can, then reads nothing until it comes
+  // back online.
+  const bool worker = tl_worker >= 0;
+  bool housekeeping = false;
+  if (worker) {
+    housekeeping = node_.idle_extensions();
+    grace_collect_now_and_then();
+    grace_go_offline();
   }
   bool woken = true;
   {
@@ -294,6 +290,7 @@ bool scheduler::park_worker() {
     }
     if (wake_tokens_ > 0) --wake_tokens_;
   }
+  if (worker) grace_come_online();
   sleepers_.fetch_sub(1);
   return woken;
 }
