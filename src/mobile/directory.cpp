@@ -102,10 +102,8 @@ std::size_t directory::hash(const object_id& id) noexcept {
 
 object_entry* directory::find_in(const table& t, const object_id& id) const noexcept {
   for (link* l = t.buckets[hash(id) & t.mask].load(std::memory_order_acquire); l;
-       l = l->next.load(std::memory_order_acquire)) {
-    const object_id& k = l->entry->id();
-    if (k.index == id.index && k.home == id.home) return l->entry;
-  }
+       l = l->next.load(std::memory_order_acquire))
+    if (l->index == id.index && l->home == id.home) return l->entry;
   return nullptr;
 }
 
@@ -114,7 +112,7 @@ object_entry* directory::find(const object_id& id) const noexcept {
 }
 
 void directory::insert_into(table& t, object_entry* e) {
-  auto* l = new link{e, {}};
+  auto* l = new link{e, {}, e->id().index, e->id().home};
   auto& head = t.buckets[hash(e->id()) & t.mask];
   l->next.store(head.load(std::memory_order_relaxed), std::memory_order_relaxed);
   head.store(l, std::memory_order_release);

@@ -204,9 +204,12 @@ class directory {
   std::atomic<std::uint64_t> freed_by_sweeps{0};
 
  private:
+  /// A chain's link carries the key, so a lookup touches no entry but the one it finds.
   struct link {
     object_entry* entry;
     std::atomic<link*> next;
+    std::uint64_t index;
+    node_id home;
   };
   /// A bucket table owns its links (each table links every entry anew); entries are owned
   /// by the directory.
