@@ -82,6 +82,13 @@ struct grace_domain {
     epoch.store(now + 1, std::memory_order_release);
   }
 
+  /// Under `lock`: advances the epoch if it can, and moves what may be freed into `out`.
+  void advance_and_take(std::vector<retired>& out) {
+    since_attempt = 0;
+    try_advance();
+    take_freeable(out);
+  }
+
   /// Under `lock`: moves what may be freed into `out`.
   void take_freeable(std::vector<retired>& out) {
     const std::uint64_t now = epoch.load(std::memory_order_relaxed);
@@ -162,11 +169,7 @@ void grace_retire(const void* owner, void* p, void (*free)(void*)) {
     std::lock_guard guard(d.lock);
     d.waiting.push_back({d.epoch.load(std::memory_order_relaxed), owner, p, free});
     d.pending.store(d.waiting.size(), std::memory_order_relaxed);
-    if (++d.since_attempt >= retirements_per_attempt) {
-      d.since_attempt = 0;
-      d.try_advance();
-      d.take_freeable(ready);
-    }
+    if (++d.since_attempt >= retirements_per_attempt) d.advance_and_take(ready);
   }
   free_all(ready);
 }
@@ -178,9 +181,7 @@ void grace_collect() noexcept {
   {
     std::lock_guard guard(d.lock);
     if (d.waiting.empty()) return;
-    d.since_attempt = 0;
-    d.try_advance();
-    d.take_freeable(ready);
+    d.advance_and_take(ready);
   }
   free_all(ready);
 }
