@@ -138,12 +138,16 @@ class directory {
   /// must not touch `e` afterwards beyond its current work item or read section.
   template <class Dead>
   bool remove_if(object_entry& e, Dead dead) {
+    link* removed = nullptr;
     {
+      // Unlinked under the entry's lock: whoever finds it collected after waiting for the
+      // lock finds it gone on the next lookup.
       std::lock_guard guard(e.lock);
       if (e.collected_ || !dead(e)) return false;
       e.collected_ = true;
+      removed = unlink(e);
     }
-    retire(unlink(e));  // freeing may run here: with no lock held
+    retire(removed);  // freeing may run here: with no lock held
     return true;
   }
   /// Calls `visit(entry)` for every entry (a snapshot walk: entries inserted meanwhile may
