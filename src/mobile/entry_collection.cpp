@@ -169,7 +169,7 @@ bool learn_destroyed(node_runtime& n, object_entry& e) {
   }
   if (orphans.empty()) return collect_if_dead(n, e, true);
   run_all_later(n, orphans);  // each fails (the object is destroyed); the last one collects
-  return false;
+  return true;
 }
 
 void tell_home_destroyed(node_runtime& n, const object_id& id) {

@@ -112,7 +112,8 @@ void ask_idle_origins_to_restart(node_runtime& n, object_entry& e);
 /// beyond its current work item. Returns whether it removed it.
 bool collect_if_dead(node_runtime& n, object_entry& e, bool known_destroyed = false);
 /// The object of `e`, not here, is destroyed: messages waiting for its installation fail,
-/// and the entry goes once they have. Returns whether the entry went now.
+/// and the entry goes once they have. Returns whether it did either (false: the entry was
+/// gone already, or holds the object, or holds messages of another kind).
 bool learn_destroyed(node_runtime& n, object_entry& e);
 /// After destroying an object on a node other than its home: tells the home.
 void tell_home_destroyed(node_runtime& n, const object_id& id);
