@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
     long done = 0;
     for (int step = 1; step <= steps; ++step) {
       std::vector<roam::mobile_ptr<cell>> mine;
+      mine.reserve(static_cast<std::size_t>(per_node));
       for (long i = 0; i < per_node; ++i)
         mine.push_back(
             roam::make_mobile<cell>(roam::node(static_cast<roam::node_id>((me + i) % nodes))));
@@ -60,6 +61,7 @@ int main(int argc, char** argv) {
       for (auto& r : replies) r.get();
       roam::barrier();
       std::vector<roam::future<void>> gone;
+      gone.reserve(mine.size());
       for (auto& p : mine) gone.push_back(roam::destroy(p));
       for (auto& g : gone) g.get();
       roam::barrier();

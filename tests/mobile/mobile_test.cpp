@@ -706,6 +706,7 @@ TEST(MobileObjects, DestroyedObjectsLeaveNoDirectoryEntriesAndLateMessagesFail) 
     // them move once (leaving forwarding entries behind).
     constexpr int per_node = 64;
     std::vector<roam::mobile_ptr<counter>> mine;
+    mine.reserve(per_node);
     for (int i = 0; i < per_node; ++i)
       mine.push_back(roam::make_mobile<counter>(roam::node(next_node(static_cast<unsigned>(i)))));
     std::vector<std::vector<roam::mobile_ptr<counter>>> all(nodes);
@@ -719,7 +720,7 @@ TEST(MobileObjects, DestroyedObjectsLeaveNoDirectoryEntriesAndLateMessagesFail) 
     for (auto& of_node : all)
       for (auto& p : of_node) EXPECT_EQ(p.call<&counter::get>().get(), nodes);
     // Every node knows every object now (its own, and those it sent to).
-    EXPECT_GE(roam::detail::directory_entries(), before + per_node * nodes);
+    EXPECT_GE(roam::detail::directory_entries(), before + std::size_t{per_node} * nodes);
     roam::barrier();
     // Each creator destroys its objects (on the nodes that hold them).
     for (auto& p : mine) roam::destroy(p).get();
@@ -765,6 +766,7 @@ TEST(MobileObjects, DirectoryStaysBoundedWhileObjectsAreCreatedAndDestroyedEvery
     std::size_t most = 0;
     for (int step = 0; step < steps; ++step) {
       std::vector<roam::mobile_ptr<counter>> mine;
+      mine.reserve(static_cast<std::size_t>(per_node));
       for (int i = 0; i < per_node; ++i)
         mine.push_back(roam::make_mobile<counter>(roam::node(next_node(static_cast<unsigned>(i)))));
       const auto all = roam::allgather(mine);
@@ -775,6 +777,7 @@ TEST(MobileObjects, DirectoryStaysBoundedWhileObjectsAreCreatedAndDestroyedEvery
       for (auto& r : replies) EXPECT_EQ(r.get(), 0);
       roam::barrier();
       std::vector<roam::future<void>> gone;
+      gone.reserve(mine.size());
       for (auto& p : mine) gone.push_back(roam::destroy(p));
       for (auto& g : gone) g.get();
       roam::barrier();

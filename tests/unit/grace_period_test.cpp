@@ -39,6 +39,7 @@ TEST(GracePeriod, ReadersNeverSeeWhatIsFreedAndRetiredCellsAreFreed) {
   // Non-worker readers (read sections) and worker-style readers (quiescent states between
   // "items", offline now and then as if parked).
   std::vector<std::thread> readers;
+  readers.reserve(3);
   for (int k = 0; k < 2; ++k)
     readers.emplace_back([&] {
       while (!stop.load()) {
