@@ -425,11 +425,12 @@ void release_thread_lanes(node_runtime& n) noexcept {
     for (lane& l : s->lanes)
       if (l.bundle) message_deleter{}(l.bundle);
   n.thread_lanes_list.clear();
-  if (n.relays) {
-    for (lane& l : n.relays->lanes)
+  for (auto* relays : {&n.relays, &n.own_relays}) {
+    if (!*relays) continue;
+    for (lane& l : (*relays)->lanes)
       if (l.bundle) message_deleter{}(l.bundle);
-    for (message* m : n.relays->shipped) message_deleter{}(m);
-    n.relays.reset();
+    for (message* m : (*relays)->shipped) message_deleter{}(m);
+    relays->reset();
   }
   for (auto& [key, stream] : n.streams.streams)
     for (message* m : stream.held) message_deleter{}(m);

@@ -47,9 +47,18 @@ struct thread_lanes : lane_set {
 
 /// The lanes through which a node of a routed job relays records (routing.cpp): one
 /// ordered and one unordered per node of its row and column, shared by the threads that
-/// admit arrivals, so records from every sender of its row travel on together.
+/// admit arrivals, so records from every sender of its row travel on together. A second
+/// set of the same shape carries the node's own traffic that takes a relay (threads
+/// without lanes, admission functions): see `for_others`.
 struct relay_lanes : lane_set {
-  relay_lanes() { outbox = &shipped; }
+  explicit relay_lanes(bool relays_for_others) : for_others(relays_for_others) {
+    outbox = &shipped;
+  }
+  /// Bundles of records relayed for other nodes, which the transport counts while they
+  /// wait (message::relayed). The node's own first steps are not: a relay holding its
+  /// senders' credit until its own traffic leaves could wait on a row-mate that does the
+  /// same (ADR 43).
+  const bool for_others;
   std::mutex lock;            ///< guards everything here
   bool flush_queued = false;  ///< a flush of the open lanes waits in the node's queue
   /// Bundles shipped from the lanes, not yet handed to the transport: sending may deliver

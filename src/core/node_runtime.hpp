@@ -83,6 +83,8 @@ class node_runtime {
   ordered_streams streams;  ///< ordered bundles that arrived here, per sender thread
   /// Lanes relaying routed records on to their nodes (a routed job only; routing.cpp).
   std::unique_ptr<relay_lanes> relays;
+  /// Lanes of the same shape for this node's own traffic that takes a relay.
+  std::unique_ptr<relay_lanes> own_relays;
 
   /// States of the registered node extensions (see register_node_extension).
   std::array<void*, most_node_extensions> extensions{};

@@ -16,10 +16,9 @@
 namespace roam::detail {
 namespace {
 
-// Sends what the relay lanes shipped, in order, unless another thread is at it (it sends
-// these too before it stops).
-void send_relayed(node_runtime& node) noexcept {
-  relay_lanes& relays = *node.relays;
+// Sends what `relays` (node's relay lanes or its own) shipped, in order, unless another
+// thread is at it (it sends these too before it stops).
+void send_shipped(node_runtime& node, relay_lanes& relays) noexcept {
   std::vector<message*> batch;
   std::unique_lock guard(relays.lock);
   if (relays.sending) return;
@@ -28,7 +27,8 @@ void send_relayed(node_runtime& node) noexcept {
     batch.swap(relays.shipped);
     guard.unlock();
     for (message* m : batch) {
-      m->relayed = 1;  // the transport counts it while it waits (hold_credit_for_relay)
+      // The transport counts it while it waits (hold_credit_for_relay).
+      m->relayed = relays.for_others ? 1 : 0;
       post_counted(node, message_ptr(m));
     }
     batch.clear();
@@ -44,7 +44,7 @@ void flush_relay_lanes(node_runtime& node, message_ptr&) {
     relays.flush_queued = false;
     ship_open_lanes(relays);
   }
-  send_relayed(node);
+  send_shipped(node, *node.relays);
 }
 
 handler_entry relay_flush_handler{"roam.core.relay.flush", flush_relay_lanes};
@@ -75,9 +75,12 @@ bool routed_from(node_runtime& here, node_id origin, node_id source) noexcept {
 void make_relay_lanes(node_runtime& n) {
   (void)routing_registered;
   if (!n.process().routes()) return;
-  n.relays = std::make_unique<relay_lanes>();
-  shape_lane_set(*n.relays, n, /*by_slot=*/true);
-  n.relays->serial = relay_serial;
+  for (const bool for_others : {true, false}) {
+    auto& relays = for_others ? n.relays : n.own_relays;
+    relays = std::make_unique<relay_lanes>(for_others);
+    shape_lane_set(*relays, n, /*by_slot=*/true);
+    relays->serial = relay_serial;
+  }
 }
 
 namespace {
@@ -150,21 +153,23 @@ struct local_sink {
 
 namespace {
 
-// Appends `bytes` bytes (from `write`) as one record of `key` to `from`'s relay lane toward
-// `dest`, and ships the lane: what a thread without lanes of its own sends, and what an
-// admission function sends, takes the path of `from`'s other traffic to `dest`.
+// Appends `bytes` bytes (from `write`) as one record of `key` to `from`'s own relay lane
+// toward `dest`, and ships the lane: what a thread without lanes of its own sends, and what
+// an admission function sends, takes the path of `from`'s other traffic to `dest`. (One
+// stream, origin `from` and serial 0, which only these lanes carry: apart from the relay
+// lanes, its order is still its own.)
 template <class Write>
 void send_through_relays(node_runtime& from, node_id dest, lane_order order, const group_key& key,
                          std::size_t bytes, Write write) {
-  relay_lanes& relays = *from.relays;
+  relay_lanes& own = *from.own_relays;
   {
-    std::lock_guard guard(relays.lock);
-    const std::size_t index = relays.index_of(dest, order);
-    write(make_room(relays, index, from.process().grid().next_hop(from.id(), dest), order, key,
-                    bytes, 1, /*alone=*/true));
-    ship_lane(relays, index);
+    std::lock_guard guard(own.lock);
+    const std::size_t index = own.index_of(dest, order);
+    write(make_room(own, index, from.process().grid().next_hop(from.id(), dest), order, key, bytes,
+                    1, /*alone=*/true));
+    ship_lane(own, index);
   }
-  send_relayed(from);
+  send_shipped(from, own);
 }
 
 }  // namespace
@@ -226,7 +231,7 @@ bool admit_routed_bundle(node_runtime& here, message_ptr& m, lane_order order) {
     relay_lanes& relays = *here.relays;
     bool relayed = false;
     // Taken at the first record to relay, and held to the bundle's end: its records stay
-    // together and in order in the relay lanes. (Nothing is sent under it: send_relayed.)
+    // together and in order in the relay lanes. (Nothing is sent under it: send_shipped.)
     std::unique_lock<std::mutex> guard(relays.lock, std::defer_lock);
     const std::byte* p = m->payload();
     std::size_t left = h.payload_size;
@@ -352,7 +357,7 @@ bool admit_routed_bundle(node_runtime& here, message_ptr& m, lane_order order) {
     }
     relayed_any = guard.owns_lock();  // what it put in the relay lanes goes now
   }
-  if (relayed_any) send_relayed(here);
+  if (relayed_any) send_shipped(here, *here.relays);
   // Their sender gets their credit back once they have left this process: relays push back
   // on whoever fills them. (Records relayed on their last step, and those a node sends
   // through its own relay lanes, are never held: the last step's credit always comes back.)

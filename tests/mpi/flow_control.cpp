@@ -11,6 +11,13 @@
 // node sends to every other, and each handler answers with a message as large: traffic
 // both ways through full windows must not deadlock). Exit status 0 when every message
 // arrived and no process grew by more than the bound.
+//
+// MODE relay_own (4 ranks, routed, ADR 43): every node sends to the node outside its row
+// and column both channel records (their first step goes to a row-mate, which holds their
+// credit while it relays) and, from a thread of the application that belongs to no node,
+// direct messages (through the node's own relay lanes, never held back). A relay that
+// counted its own traffic as relayed held its row-mate's credit while waiting for the
+// row-mate's, which did the same: the job hung.
 #include <roam/roam.hpp>
 
 #include <sys/resource.h>
@@ -21,11 +28,14 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 
 namespace {
 
 constexpr long per_sender = 20000;
 constexpr std::size_t payload_bytes = 4096;  // 80 MB per sender in all
+constexpr int relay_own_rounds = 3;
+constexpr long relay_own_messages = 1000;  // each way, each round
 // Far below what the senders send (80 MB each), far above what the settings allow to pile
 // up (inbox limit 256 x 4 KiB, a window of 64 KiB per rank, a backlog of 1 MiB).
 constexpr long growth_bound_kb = 48L * 1024;
@@ -77,8 +87,8 @@ void answer(std::string data, roam::node_id from) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode != "send" && mode != "channel" && mode != "exchange") {
-    std::fprintf(stderr, "usage: flow_control send|channel|exchange [--roam-...]\n");
+  if (mode != "send" && mode != "channel" && mode != "exchange" && mode != "relay_own") {
+    std::fprintf(stderr, "usage: flow_control send|channel|exchange|relay_own [--roam-...]\n");
     return 2;
   }
   std::atomic<bool> failed{false};
@@ -93,7 +103,26 @@ int main(int argc, char** argv) {
     roam::barrier();
     const long before_kb = peak_rss_kb();
     auto channel = roam::channel([](std::string d) { take(std::move(d)); });
-    if (mode == "exchange") {
+    // relay_own: the node outside this one's row and column of the 2 x 2 grid.
+    const roam::node_id across = nodes - 1 - me;
+    if (mode == "relay_own") {
+      if (nodes != 4) {
+        std::fprintf(stderr, "flow_control relay_own needs 4 nodes\n");
+        failed = true;
+        return;
+      }
+      // Rounds: the hang came in about half of the single rounds tried.
+      for (int round = 0; round < relay_own_rounds; ++round) {
+        // A thread of the application, not of the node: it has no lanes of its own.
+        std::thread direct([&] {
+          for (long i = 0; i < relay_own_messages; ++i) roam::send(across, take, data);
+        });
+        for (long i = 0; i < relay_own_messages; ++i) channel(across, data);
+        direct.join();
+        roam::flush();
+        roam::barrier();
+      }
+    } else if (mode == "exchange") {
       for (long i = 0; i < per_sender / 4; ++i)
         for (roam::node_id d = 0; d < nodes; ++d)
           if (d != me) roam::send(d, answer, data, me);
@@ -110,9 +139,10 @@ int main(int argc, char** argv) {
     if (me == 0) roam::wait_quiescence();
     roam::barrier();
     const long grown_kb = peak_rss_kb() - before_kb;
-    const long expected = mode == "exchange" ? per_sender / 4 * (nodes - 1)
-                          : me == 0          ? per_sender * (nodes - 1)
-                                             : 0;
+    const long expected = mode == "exchange"    ? per_sender / 4 * (nodes - 1)
+                          : mode == "relay_own" ? relay_own_messages * 2 * relay_own_rounds
+                          : me == 0             ? per_sender * (nodes - 1)
+                                                : 0;
     const long got = arrived[me].load();
     const long answers = answered[me].load();
     std::printf(
@@ -122,7 +152,7 @@ int main(int argc, char** argv) {
     // In the exchange the answers are a handler's sends, which nothing holds back: only
     // completion (no deadlock) is checked there.
     if (got != expected || (mode == "exchange" && answers != expected) ||
-        (check_growth && mode != "exchange" && grown_kb > growth_bound_kb))
+        (check_growth && mode != "exchange" && mode != "relay_own" && grown_kb > growth_bound_kb))
       failed = true;
   });
   if (rc != 0) return rc;
