@@ -370,7 +370,9 @@ node_id size_of(const node_runtime& n) noexcept { return n.size(); }
 unsigned workers_of(const node_runtime& n) noexcept { return n.sched().workers(); }
 
 // Flow control's last resort, and the one place roam makes a sender wait: an application
-// thread that sends faster than the job takes in waits while its process holds more than
+// thread (one that runs the job's body, or a thread of the application's own that belongs
+// to no node, which may send when its process hosts one node) that sends faster than the
+// job takes in waits while its process holds more than
 // --roam-send-backlog unsent bytes or the node it sends to in this process has more than
 // --roam-inbox-limit arrivals queued. Handlers never wait here: what they send answers
 // what they received, which flow control already bounds, and a handler waiting for credit
@@ -380,7 +382,10 @@ unsigned workers_of(const node_runtime& n) noexcept { return n.sched().workers()
 // application's code inside it (a lock the caller holds, an iteration under way); the
 // node's workers drain its queue.
 void hold_back_application_thread(node_runtime& from, node_id dest) {
-  if (!is_application_thread() || on_fiber() || tl_admitting != 0 || tl_node != &from) return;
+  // The runtime's own threads (workers, the communication and service threads) belong to
+  // a node and are not application threads.
+  const bool application = is_application_thread() ? tl_node == &from : tl_node == nullptr;
+  if (!application || on_fiber() || tl_admitting != 0) return;
   process_runtime& p = from.process();
   const config& cfg = p.settings();
   node_runtime* const local_dest = p.local(dest);

@@ -7,7 +7,9 @@
 //
 //   flow_control MODE [--roam-...]   (in one process, or under mpiexec)
 //
-// MODE: send (roam::send), channel (variable-size channel records), or exchange (every
+// MODE: send (roam::send), thread_send (roam::send from a thread of the application that
+// belongs to no node: one node per process), channel (variable-size channel records), or
+// exchange (every
 // node sends to every other, and each handler answers with a message as large: traffic
 // both ways through full windows must not deadlock). Exit status 0 when every message
 // arrived and no process grew by more than the bound.
@@ -87,8 +89,10 @@ void answer(std::string data, roam::node_id from) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode != "send" && mode != "channel" && mode != "exchange" && mode != "relay_own") {
-    std::fprintf(stderr, "usage: flow_control send|channel|exchange|relay_own [--roam-...]\n");
+  if (mode != "send" && mode != "thread_send" && mode != "channel" && mode != "exchange" &&
+      mode != "relay_own") {
+    std::fprintf(stderr,
+                 "usage: flow_control send|thread_send|channel|exchange|relay_own [--roam-...]\n");
     return 2;
   }
   std::atomic<bool> failed{false};
@@ -126,6 +130,13 @@ int main(int argc, char** argv) {
       for (long i = 0; i < per_sender / 4; ++i)
         for (roam::node_id d = 0; d < nodes; ++d)
           if (d != me) roam::send(d, answer, data, me);
+    } else if (mode == "thread_send") {
+      if (me != 0) {
+        std::thread sender([&] {
+          for (long i = 0; i < per_sender; ++i) roam::send(0, take, data);
+        });
+        sender.join();
+      }
     } else if (me != 0) {
       for (long i = 0; i < per_sender; ++i) {
         if (mode == "send")
