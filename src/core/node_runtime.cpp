@@ -370,11 +370,14 @@ node_id size_of(const node_runtime& n) noexcept { return n.size(); }
 unsigned workers_of(const node_runtime& n) noexcept { return n.sched().workers(); }
 
 // Flow control's last resort, and the one place roam makes a sender wait: an application
-// thread (one that runs the job's body, or a thread of the application's own that belongs
-// to no node, which may send when its process hosts one node) that sends faster than the
-// job takes in waits while its process holds more than
+// thread that sends faster than the job takes in waits while its process holds more than
 // --roam-send-backlog unsent bytes or the node it sends to in this process has more than
-// --roam-inbox-limit arrivals queued. Handlers never wait here: what they send answers
+// --roam-inbox-limit arrivals queued. A thread that belongs to no node (one the
+// application started, which may send when its process hosts one node; a device backend's
+// or a driver's thread running a completion) waits only for the backlog: the network
+// drains it whatever that thread was to do, while a node's queue may be bounded by
+// bundles held behind a handler that waits for that very thread (a promise it fulfils).
+// Handlers never wait here: what they send answers
 // what they received, which flow control already bounds, and a handler waiting for credit
 // could hold up the very node that must grant it. Nor does an application thread while it
 // admits an arrival (it may hold the transport's progress lock, and acts for another node).
@@ -384,11 +387,12 @@ unsigned workers_of(const node_runtime& n) noexcept { return n.sched().workers()
 void hold_back_application_thread(node_runtime& from, node_id dest) {
   // The runtime's own threads (workers, the communication and service threads) belong to
   // a node and are not application threads.
-  const bool application = is_application_thread() ? tl_node == &from : tl_node == nullptr;
-  if (!application || on_fiber() || tl_admitting != 0) return;
+  const bool of_no_node = tl_node == nullptr;
+  if (!(is_application_thread() ? tl_node == &from : of_no_node) || on_fiber() || tl_admitting != 0)
+    return;
   process_runtime& p = from.process();
   const config& cfg = p.settings();
-  node_runtime* const local_dest = p.local(dest);
+  node_runtime* const local_dest = of_no_node ? nullptr : p.local(dest);
   auto over = [&] {
     return p.net().unsent_bytes() > cfg.send_backlog_bytes ||
            (local_dest && local_dest->waiting_arrivals() > cfg.inbox_limit);

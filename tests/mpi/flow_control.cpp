@@ -9,17 +9,16 @@
 //
 // MODE: send (roam::send), thread_send (roam::send from a thread of the application that
 // belongs to no node: one node per process), channel (variable-size channel records), or
-// exchange (every
-// node sends to every other, and each handler answers with a message as large: traffic
-// both ways through full windows must not deadlock). Exit status 0 when every message
-// arrived and no process grew by more than the bound.
+// exchange (every node sends to every other, and each handler answers with a message as
+// large: traffic both ways through full windows must not deadlock). Exit status 0 when
+// every message arrived and no process grew by more than the bound.
 //
 // MODE relay_own (4 ranks, routed, ADR 43): every node sends to the node outside its row
 // and column both channel records (their first step goes to a row-mate, which holds their
 // credit while it relays) and, from a thread of the application that belongs to no node,
-// direct messages (through the node's own relay lanes, never held back). A relay that
-// counted its own traffic as relayed held its row-mate's credit while waiting for the
-// row-mate's, which did the same: the job hung.
+// direct messages (through the node's own relay lanes, held back only by the backlog, far
+// above the window). A relay that counted its own traffic as relayed held its row-mate's
+// credit while waiting for the row-mate's, which did the same: the job hung.
 #include <roam/roam.hpp>
 
 #include <sys/resource.h>

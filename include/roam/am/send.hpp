@@ -16,12 +16,12 @@
 // Threading: callable from any thread of a node, including from inside handlers, and from
 // threads the application started itself when this process hosts a single node.
 //
-// Flow control: called from an application thread (the body of roam::run, or a thread the
-// application started itself), these may wait before sending while the job takes in less
-// than the thread sends: while its process holds more than --roam-send-backlog unsent
-// bytes, or the destination, when in this process, has more than --roam-inbox-limit
-// arrivals waiting. The thread drives the network meanwhile and runs no handlers. Calls
-// from handlers never wait. (docs/guide/transport.md, Flow control.)
+// Flow control: called from an application thread (the body of roam::run), these may
+// wait before sending while the job takes in less than the thread sends: while its process
+// holds more than --roam-send-backlog unsent bytes, or the destination, when in this
+// process, has more than --roam-inbox-limit arrivals waiting. A thread the application
+// started itself waits for the backlog only. The thread drives the network meanwhile and
+// runs no handlers. Calls from handlers never wait. (docs/guide/transport.md, Flow control.)
 #pragma once
 
 #include <roam/am/buffer.hpp>
