@@ -89,7 +89,7 @@ std::vector<setting<config>> core_settings() {
       {"route-min-nodes", "ROAM_ROUTE_MIN_NODES", "0..4294967295",
        "jobs of this many nodes or more route channel messages (and direct sends that must "
        "stay in order with them) through a grid of the nodes: about 4 sqrt(nodes) buffers "
-       "per thread instead of 2 x nodes, two steps per message; 0: never (default 0)",
+       "per thread instead of 2 x nodes, two steps per message; 0: never (default 1024)",
        false, store_count<&config::route_min_nodes, 0, 4294967295u>},
       {"lend-app-thread", "ROAM_LEND_APP_THREAD", "on|off",
        "a waiting application thread runs its node's work (default on)", true,

@@ -497,12 +497,17 @@ TEST(Channel, BuffersGrowForAStreamAndShrinkAfterAnIdleMoment) {
 }
 
 // A thread that sends to every node keeps two lanes per node, or, when its job routes
-// (--roam-route-min-nodes), two per node of its row and column of the grid: about 4 sqrt(P).
+// (--roam-route-min-nodes; by default jobs of 1024 nodes or more), two per node of its row
+// and column of the grid: about 4 sqrt(P).
 TEST(Channel, ARoutedThreadKeepsLanesForItsRowAndColumnOnly) {
   const roam::config cfg = roam::config::from_environment();
-  run_everywhere([&cfg] {
+  const bool by_default = std::getenv("ROAM_ROUTE_MIN_NODES") == nullptr;
+  run_everywhere([&cfg, by_default] {
     const std::size_t nodes = roam::num_nodes();
     const bool routed = cfg.route_min_nodes != 0 && nodes >= cfg.route_min_nodes;
+    if (by_default) {
+      EXPECT_EQ(routed, nodes >= 1024) << "the default of --roam-route-min-nodes";
+    }
     const std::size_t lanes = roam::call(roam::this_node(), [] {
                                 auto ch = roam::channel([](long) {});
                                 for (roam::node_id d = 0; d < roam::num_nodes(); ++d) ch(d, 1L);

@@ -67,9 +67,10 @@ struct config {
   /// Jobs of at least this many nodes route channel traffic through a grid of the nodes
   /// (ADR 43, docs/guide/aggregation.md): a thread keeps about 4 sqrt(P) aggregation
   /// buffers instead of 2P, records take two steps, and direct sends to nodes outside the
-  /// sender's row and column follow them. 0: never (the default: on this machine it costs
-  /// throughput at every size, docs/performance.md). Ranks must agree on it.
-  std::uint32_t route_min_nodes = 0;
+  /// sender's row and column follow them. 0: never. The default, 1024, is where direct
+  /// lanes took 6 times the memory per node after a burst to every node (8 MB against
+  /// 1.3 MB) and routed random traffic was as fast (docs/performance.md). Ranks must agree.
+  std::uint32_t route_min_nodes = 1024;
   /// A waiting application thread runs its node's work (on), or only waits (off).
   bool lend_app_thread = true;
   /// Stack of every handler and tasklet, in bytes (a multiple of the page size is used;
