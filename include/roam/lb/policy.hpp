@@ -134,7 +134,10 @@ struct statistics {
   /// (thread CPU time, so that waiting for a core on a busy machine does not count).
   double balance_seconds = 0;
   std::uint64_t balance_calls = 0;  ///< calls of balance()
-  std::uint64_t objects_moved = 0;  ///< successful move_object() calls
+  /// move_object() calls that returned true: the object left, or leaves once its running
+  /// handlers end (such a move is still refused, the object staying, if by then it no
+  /// longer fits in one message).
+  std::uint64_t objects_moved = 0;
 };
 statistics local_statistics();
 /// Turns distributed balancing (balance()) on or off on the calling node; on by default.
