@@ -13,6 +13,11 @@
 // large: traffic both ways through full windows must not deadlock). Exit status 0 when
 // every message arrived and no process grew by more than the bound.
 //
+// MODE thread_promise (2 ranks): node 1 sends node 0 a stream of ordered channel bundles;
+// the first one's handler waits for a promise that a thread of the application (of no
+// node) fulfils, while the stream's later bundles are held behind it, beyond the inbox
+// limit. That thread must not wait for node 0's queue (it would wait for itself).
+//
 // MODE relay_own (4 ranks, routed, ADR 43): every node sends to the node outside its row
 // and column both channel records (their first step goes to a row-mate, which holds their
 // credit while it relays) and, from a thread of the application that belongs to no node,
@@ -71,6 +76,22 @@ void take(std::string data) {
   arrived[roam::this_node()].fetch_add(1);
 }
 
+constexpr long held_bundles = 64;  // thread_promise: each record in a bundle of its own
+
+void wait_for_a_thread(long i) {
+  if (i == 0) {
+    auto made = roam::make_remote_promise<int>();
+    std::thread helper([promise = made.first] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the stream arrives
+      promise.set_value(1);
+    });
+    const int value = made.second.get();
+    helper.join();
+    if (value != 1) std::abort();
+  }
+  arrived[roam::this_node()].fetch_add(1);
+}
+
 void answer(std::string data, roam::node_id from) {
   if (data.size() != payload_bytes) std::abort();
   arrived[roam::this_node()].fetch_add(1);
@@ -89,9 +110,10 @@ void answer(std::string data, roam::node_id from) {
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode != "send" && mode != "thread_send" && mode != "channel" && mode != "exchange" &&
-      mode != "relay_own") {
+      mode != "relay_own" && mode != "thread_promise") {
     std::fprintf(stderr,
-                 "usage: flow_control send|thread_send|channel|exchange|relay_own [--roam-...]\n");
+                 "usage: flow_control send|thread_send|channel|exchange|relay_own|thread_promise "
+                 "[--roam-...]\n");
     return 2;
   }
   std::atomic<bool> failed{false};
@@ -106,6 +128,7 @@ int main(int argc, char** argv) {
     roam::barrier();
     const long before_kb = peak_rss_kb();
     auto channel = roam::channel([](std::string d) { take(std::move(d)); });
+    auto waiting_channel = roam::channel([](long i) { wait_for_a_thread(i); });
     // relay_own: the node outside this one's row and column of the 2 x 2 grid.
     const roam::node_id across = nodes - 1 - me;
     if (mode == "relay_own") {
@@ -129,6 +152,12 @@ int main(int argc, char** argv) {
       for (long i = 0; i < per_sender / 4; ++i)
         for (roam::node_id d = 0; d < nodes; ++d)
           if (d != me) roam::send(d, answer, data, me);
+    } else if (mode == "thread_promise") {
+      if (me == 1)
+        for (long i = 0; i < held_bundles; ++i) {
+          waiting_channel(0, i);
+          roam::flush();  // a bundle each
+        }
     } else if (mode == "thread_send") {
       if (me != 0) {
         std::thread sender([&] {
@@ -149,10 +178,11 @@ int main(int argc, char** argv) {
     if (me == 0) roam::wait_quiescence();
     roam::barrier();
     const long grown_kb = peak_rss_kb() - before_kb;
-    const long expected = mode == "exchange"    ? per_sender / 4 * (nodes - 1)
-                          : mode == "relay_own" ? relay_own_messages * 2 * relay_own_rounds
-                          : me == 0             ? per_sender * (nodes - 1)
-                                                : 0;
+    const long expected = mode == "exchange"         ? per_sender / 4 * (nodes - 1)
+                          : mode == "relay_own"      ? relay_own_messages * 2 * relay_own_rounds
+                          : mode == "thread_promise" ? (me == 0 ? held_bundles : 0)
+                          : me == 0                  ? per_sender * (nodes - 1)
+                                                     : 0;
     const long got = arrived[me].load();
     const long answers = answered[me].load();
     std::printf(
@@ -162,7 +192,8 @@ int main(int argc, char** argv) {
     // In the exchange the answers are a handler's sends, which nothing holds back: only
     // completion (no deadlock) is checked there.
     if (got != expected || (mode == "exchange" && answers != expected) ||
-        (check_growth && mode != "exchange" && mode != "relay_own" && grown_kb > growth_bound_kb))
+        (check_growth && mode != "exchange" && mode != "relay_own" && mode != "thread_promise" &&
+         grown_kb > growth_bound_kb))
       failed = true;
   });
   if (rc != 0) return rc;
