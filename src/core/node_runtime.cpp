@@ -377,10 +377,10 @@ unsigned workers_of(const node_runtime& n) noexcept { return n.sched().workers()
 // or a driver's thread running a completion) waits only for the backlog: the network
 // drains it whatever that thread was to do, while a node's queue may be bounded by
 // bundles held behind a handler that waits for that very thread (a promise it fulfils).
-// Handlers never wait here: what they send answers
-// what they received, which flow control already bounds, and a handler waiting for credit
-// could hold up the very node that must grant it. Nor does an application thread while it
-// admits an arrival (it may hold the transport's progress lock, and acts for another node).
+// Handlers never wait here: what they send answers what they received, which flow control
+// already bounds, and a handler waiting for credit could hold up the very node that must
+// grant it. Nor does an application thread while it admits an arrival (it may hold the
+// transport's progress lock, and acts for another node).
 // The waiting thread drives the network but runs no handlers: a send must not run the
 // application's code inside it (a lock the caller holds, an iteration under way); the
 // node's workers drain its queue.

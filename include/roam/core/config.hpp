@@ -69,7 +69,8 @@ struct config {
   /// buffers instead of 2P, records take two steps, and direct sends to nodes outside the
   /// sender's row and column follow them. 0: never. The default, 1024, is where direct
   /// lanes took 6 times the memory per node after a burst to every node (8 MB against
-  /// 1.3 MB) and routed random traffic was as fast (docs/performance.md). Ranks must agree.
+  /// 1.3 MB) and routed random traffic stayed next to direct (docs/performance.md). Ranks
+  /// must agree.
   std::uint32_t route_min_nodes = 1024;
   /// A waiting application thread runs its node's work (on), or only waits (off).
   bool lend_app_thread = true;
