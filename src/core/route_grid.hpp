@@ -1,9 +1,10 @@
 // The grid that routed channel traffic crosses (--roam-route-min-nodes, ADR 43 in
 // docs/design/decisions.md): the job's P nodes fill a grid of C = ceil(sqrt(P)) columns
-// row by row, and a record goes first along its sender's row to the destination's column,
-// then down that column. So a thread keeps lanes to its row and its column only, about
-// 2 sqrt(P) of them instead of P, and each of those lanes fills with records for a whole
-// column of destinations.
+// (in mixed mode, a multiple or a divisor of the nodes per rank near it) row by row, and a
+// record goes first along its sender's row to the destination's column, then down that
+// column. So a thread keeps lanes to its row and its column only, about 2 sqrt(P) of them
+// instead of P, and each of those lanes fills with records for a whole column of
+// destinations.
 #pragma once
 
 #include <roam/transport/node_id.hpp>
@@ -20,8 +21,34 @@ struct route_grid {
   std::uint64_t reciprocal = 0;  ///< ceil(2^64 / columns); 0 for one column
 
   route_grid() = default;
-  explicit route_grid(node_id p) : nodes(p) {
+  /// The grid of `p` nodes, each rank hosting `nodes_per_rank` consecutive ones. With one
+  /// node per rank (or one rank) it has ceil(sqrt(p)) columns. With several, the columns
+  /// are a multiple or a divisor of the nodes per rank wherever that costs a thread at most
+  /// half as many lanes again (always when nodes_per_rank <= sqrt(p)): ranks then hold
+  /// parts of one row or whole rows, so relays may hold credit (relays_may_hold_credit)
+  /// and a relay's queue stays bounded by the send window in mixed mode too.
+  explicit route_grid(node_id p, node_id nodes_per_rank = 1) : nodes(p) {
     while (static_cast<std::size_t>(columns) * columns < p) ++columns;
+    if (nodes_per_rank > 1 && nodes_per_rank < p && !relays_may_hold_credit(nodes_per_rank)) {
+      const std::uint64_t per_rank = nodes_per_rank;
+      std::uint64_t best = 0, best_slots = ~std::uint64_t{0};
+      auto consider = [&](std::uint64_t c) {
+        if (c == 0 || c > p) return;
+        const std::uint64_t lanes = c + (p + c - 1) / c;
+        if (lanes < best_slots) best = c, best_slots = lanes;
+      };
+      // c + p / c is convex in c: the multiples on either side of sqrt(p) are the best ones.
+      const std::uint64_t below = columns / per_rank;
+      consider(below * per_rank);
+      consider((below + 1) * per_rank);
+      for (std::uint64_t d = 1; d * d <= per_rank; ++d)
+        if (per_rank % d == 0) {
+          consider(d);
+          consider(per_rank / d);
+        }
+      if (2 * best_slots <= 3 * (columns + (std::uint64_t{p} + columns - 1) / columns))
+        columns = static_cast<node_id>(best);
+    }
     rows = (p + columns - 1) / columns;
     reciprocal = columns == 1 ? 0 : ~std::uint64_t{0} / columns + 1;
   }

@@ -105,7 +105,7 @@ process_runtime::process_runtime(const config& cfg) : config_(cfg) {
 
   // Routing needs lanes to route through; without aggregation every message goes direct.
   routes_ = cfg.route_min_nodes != 0 && size() >= cfg.route_min_nodes && cfg.aggregate_bytes != 0;
-  grid_ = route_grid(size());
+  grid_ = route_grid(size(), transport_->local_count());
   relay_holds_credit_ = routes_ && grid_.relays_may_hold_credit(transport_->local_count());
   std::string fingerprint =
       handler_registry::fingerprint() + module_fingerprint() + extensions_fingerprint() +

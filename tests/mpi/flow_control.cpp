@@ -5,13 +5,14 @@
 // --roam-inbox-limit messages per node, --roam-send-window bytes per pair of ranks,
 // --roam-send-backlog unsent bytes per process.
 //
-//   flow_control MODE [--roam-...]   (in one process, or under mpiexec)
+//   flow_control MODE [--bound-kb N] [--roam-...]   (in one process, or under mpiexec)
 //
 // MODE: send (roam::send), thread_send (roam::send from a thread of the application that
 // belongs to no node: one node per process), channel (variable-size channel records), or
 // exchange (every node sends to every other, and each handler answers with a message as
 // large: traffic both ways through full windows must not deadlock). Exit status 0 when
-// every message arrived and no process grew by more than the bound.
+// every message arrived and no process grew by more than the bound (--bound-kb, 48 MiB by
+// default).
 //
 // MODE thread_promise (2 ranks): node 1 sends node 0 a stream of ordered channel bundles;
 // the first one's handler waits for a promise that a thread of the application (of no
@@ -44,7 +45,7 @@ constexpr int relay_own_rounds = 3;
 constexpr long relay_own_messages = 1000;  // each way, each round
 // Far below what the senders send (80 MB each), far above what the settings allow to pile
 // up (inbox limit 256 x 4 KiB, a window of 64 KiB per rank, a backlog of 1 MiB).
-constexpr long growth_bound_kb = 48L * 1024;
+long growth_bound_kb = 48L * 1024;
 // Under the sanitizers freed memory is held back (ASan's quarantine, TSan's shadow), so
 // the peak says nothing about roam's queues there: only delivery is checked.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -116,6 +117,8 @@ int main(int argc, char** argv) {
                  "[--roam-...]\n");
     return 2;
   }
+  for (int i = 2; i + 1 < argc; ++i)
+    if (std::string(argv[i]) == "--bound-kb") growth_bound_kb = std::stol(argv[i + 1]);
   std::atomic<bool> failed{false};
   const int rc = roam::run(argc, argv, [&] {
     const roam::node_id me = roam::this_node(), nodes = roam::num_nodes();

@@ -18,12 +18,10 @@ bool neighbours(const route_grid& g, node_id a, node_id b) {
   return g.row(a) == g.row(b) || g.column(a) == g.column(b);
 }
 
-void check_grid(node_id nodes) {
-  const route_grid g(nodes);
+void check_grid(const route_grid& g) {
+  const node_id nodes = g.nodes;
   ASSERT_GE(static_cast<std::size_t>(g.columns) * g.rows, nodes);
-  // About 2 sqrt(P) slots: the lanes a thread keeps instead of P.
-  EXPECT_LE(g.slots(), 2 * static_cast<std::size_t>(std::ceil(std::sqrt(nodes))) + 1)
-      << nodes << " nodes";
+  ASSERT_LT(static_cast<std::size_t>(g.columns) * (g.rows - 1), nodes);  // no empty row
   for (node_id from = 0; from < nodes; ++from) {
     std::vector<node_id> hop_of_slot(g.slots(), nodes);  // nodes: no hop seen yet
     for (node_id to = 0; to < nodes; ++to) {
@@ -45,9 +43,47 @@ void check_grid(node_id nodes) {
   }
 }
 
+std::size_t square_grid_slots(node_id nodes) {
+  return 2 * static_cast<std::size_t>(std::ceil(std::sqrt(nodes))) + 1;
+}
+
+void check_grid(node_id nodes) {
+  const route_grid g(nodes);
+  // About 2 sqrt(P) slots: the lanes a thread keeps instead of P.
+  EXPECT_LE(g.slots(), square_grid_slots(nodes)) << nodes << " nodes";
+  check_grid(g);
+}
+
 TEST(RouteGrid, EveryNodeIsReachedInTwoStepsThroughOneLanePerHop) {
   for (node_id nodes = 1; nodes <= 130; ++nodes) check_grid(nodes);
   for (node_id nodes : {255u, 256u, 257u, 1000u, 1024u}) check_grid(nodes);
+}
+
+// In mixed mode the columns follow the nodes per rank, so that relays may hold credit
+// (below), at a cost of at most half as many lanes again; with few nodes per rank always.
+TEST(RouteGrid, AMixedModeGridFitsTheRanksAtAboutTwoSqrtPLanes) {
+  for (node_id per_rank = 2; per_rank <= 12; ++per_rank)
+    for (node_id ranks = 2; ranks <= 40; ++ranks) {
+      const node_id nodes = ranks * per_rank;
+      const route_grid g(nodes, per_rank);
+      check_grid(g);
+      EXPECT_LE(2 * g.slots(), 3 * route_grid(nodes).slots()) << ranks << " x " << per_rank;
+      if (static_cast<std::size_t>(per_rank) * per_rank <= nodes) {
+        EXPECT_TRUE(g.relays_may_hold_credit(per_rank)) << ranks << " x " << per_rank;
+      }
+    }
+  // 3 ranks of 2 nodes: 2 columns (each rank a row) instead of 3.
+  EXPECT_EQ(route_grid(6, 2).columns, 2u);
+  EXPECT_EQ(route_grid(6).columns, 3u);
+  // Where the square grid already fits, it stays: 2 ranks of 2 nodes, 2 ranks of 8.
+  EXPECT_EQ(route_grid(4, 2).columns, 2u);
+  EXPECT_EQ(route_grid(16, 8).columns, 4u);
+  // 4 ranks of 8: 8 columns (each rank a row) instead of 6.
+  EXPECT_EQ(route_grid(32, 8).columns, 8u);
+  // Many nodes per rank: a divisor of them. 2 ranks of 1024: 64 columns, 32 rows.
+  EXPECT_EQ(route_grid(2048, 1024).columns, 64u);
+  // One rank (every node in one process): the square grid.
+  EXPECT_EQ(route_grid(10, 10).columns, 4u);
 }
 
 TEST(RouteGrid, RowsComeFromAMultiplicationExactlyForEveryNode) {
@@ -74,8 +110,8 @@ TEST(RouteGrid, AShortLastRowTakesTheColumnFirst) {
 // relays held credit: rank X waits for rank Y when X relays records on their last step to Y
 // (they need Y's credit) while Y relays first steps from X (and holds X's credit until they
 // leave Y). A cycle of such waits is a possible deadlock.
-bool holding_could_deadlock(node_id nodes, node_id per_rank) {
-  const route_grid g(nodes);
+bool holding_could_deadlock(const route_grid& g, node_id per_rank) {
+  const node_id nodes = g.nodes;
   const node_id ranks = (nodes + per_rank - 1) / per_rank;
   std::vector<std::set<node_id>> holds(ranks), last_steps_to(ranks);
   for (node_id from = 0; from < nodes; ++from)
@@ -104,15 +140,17 @@ bool holding_could_deadlock(node_id nodes, node_id per_rank) {
 TEST(RouteGrid, RelaysHoldCreditOnlyWhereNoRanksCanWaitForEachOther) {
   // Mixed mode with 2 nodes on each of 3 ranks: two ranks relay for each other (found by
   // the review of ADR 43), so relays must not hold credit there.
-  ASSERT_TRUE(holding_could_deadlock(6, 2));
+  // The grid of 3 columns would have them; the mixed-mode grid has 2 columns instead.
+  ASSERT_TRUE(holding_could_deadlock(route_grid(6), 2));
   EXPECT_FALSE(route_grid(6).relays_may_hold_credit(2));
   for (node_id per_rank = 1; per_rank <= 6; ++per_rank)
     for (node_id ranks = 1; ranks <= 40; ++ranks) {
       const node_id nodes = ranks * per_rank;
-      if (route_grid(nodes).relays_may_hold_credit(per_rank)) {
-        EXPECT_FALSE(holding_could_deadlock(nodes, per_rank))
-            << ranks << " ranks of " << per_rank << " nodes";
-      }
+      for (const route_grid& g : {route_grid(nodes), route_grid(nodes, per_rank)})
+        if (g.relays_may_hold_credit(per_rank)) {
+          EXPECT_FALSE(holding_could_deadlock(g, per_rank))
+              << ranks << " ranks of " << per_rank << " nodes, " << g.columns << " columns";
+        }
     }
 }
 
