@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <mutex>
@@ -366,22 +367,37 @@ switch_request* enter(fiber* f) {
 }
 
 // From the running fiber back to the context that entered it. Returns when switched to
-// again, unless `returns` is false (the fiber is finished with for good, its stack about to
-// be reused from the top).
-void leave(switch_request* request, bool returns) {
+// again.
+void leave(switch_request* request) {
   thread_state& s = state();
 #if ROAM_TSAN_FIBERS
   __tsan_switch_to_fiber(s.back.tsan, 0);
 #endif
   [[maybe_unused]] void* fake = nullptr;
 #if ROAM_ASAN_FIBERS
-  __sanitizer_start_switch_fiber(returns ? &fake : nullptr, s.back.bottom, s.back.size);
-#else
-  (void)returns;
+  __sanitizer_start_switch_fiber(&fake, s.back.bottom, s.back.size);
 #endif
   ctx::transfer_t t = ctx::jump_fcontext(s.back.context, request);
   // Resumed, maybe by another thread: its context is the one to return to now.
   note_entered(t, fake);
+}
+
+// The same for a fiber finished with for good, its stack about to be reused from the top
+// or unmapped. The address sanitizer frees the fiber's fake stack with the switch, so this
+// frame keeps nothing there (no local whose address is taken), and `request` must not
+// live on that stack either.
+[[noreturn]] void leave_for_good(switch_request* request) {
+  thread_state& s = state();
+#if ROAM_TSAN_FIBERS
+  __tsan_switch_to_fiber(s.back.tsan, 0);
+#endif
+#if ROAM_ASAN_FIBERS
+  __sanitizer_start_switch_fiber(nullptr, s.back.bottom, s.back.size);
+#endif
+  ctx::jump_fcontext(s.back.context, request);
+  // No fatal(): its message would be a local of this frame.
+  std::fputs("roam: internal error: a fiber that left for good was resumed\n", stderr);
+  std::abort();
 }
 
 void fiber_main(ctx::transfer_t t) {
@@ -390,8 +406,19 @@ void fiber_main(ctx::transfer_t t) {
   for (;;) {
     work_item* item = self->item;
     item->execute(item);
+#if ROAM_ASAN_FIBERS
+    // The address sanitizer keeps a fake stack for a fiber that leaves and may come back,
+    // and nothing frees it when the fiber is unmapped or started afresh instead: megabytes
+    // of address space each. So the fiber leaves for good (its fake stack freed with the
+    // switch; the request on the fiber, not on a stack that goes), and starts afresh when
+    // taken from the pool.
+    self->needs_fresh_context = true;
+    self->farewell = {true, nullptr, nullptr, self};
+    leave_for_good(&self->farewell);
+#else
     switch_request done{true, nullptr, nullptr, self};
-    leave(&done, true);  // back in the idle pool until given a new item
+    leave(&done);  // back in the idle pool until given a new item
+#endif
   }
 }
 
@@ -420,7 +447,7 @@ void loop_fiber_main(ctx::transfer_t t) {
   thread_state& now = state();
   now.loop = nullptr;
   start.self->farewell = {true, nullptr, nullptr, start.self};
-  leave(&start.self->farewell, false);
+  leave_for_good(&start.self->farewell);
 }
 
 // The item running on the thread's loop fiber suspends: a fresh fiber takes the loop over
@@ -525,7 +552,7 @@ void run_loop_item(work_item* w) {
   // It suspended, a new fiber runs the loop, and this one was resumed to finish the item:
   // it returns to whoever resumed it, never to the old loop's frames below.
   f->farewell = {true, nullptr, nullptr, f};
-  leave(&f->farewell, false);
+  leave_for_good(&f->farewell);
 }
 
 bool on_fiber() noexcept { return state().current != nullptr; }
@@ -552,7 +579,7 @@ void suspend(void (*park)(fiber*, void*), void* arg) {
     return;
   }
   switch_request request{false, park, arg, s.current};
-  leave(&request, true);
+  leave(&request);
 }
 
 void resume_later(fiber* f) noexcept {
