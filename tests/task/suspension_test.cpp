@@ -8,10 +8,13 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -240,6 +243,83 @@ TEST(FastPath, FibersThatFinishLeaveNoAddressSpaceBehind) {
   // A leak costs at least a stack's megabyte per tasklet: 200 MB here.
   EXPECT_LT(grown_kb, 32L * 1024) << "address space grew by " << grown_kb << " KB over " << tasklets
                                   << " tasklets on their own stacks";
+}
+
+// A worker kept busy by a stream of handlers, each sending the next to its own node, still
+// takes in messages from other nodes:
+// - its own queue never empties, yet arrivals (the injection queue) get every 8th pick;
+// - when every fourth handler waits (its loop handed over to a fresh fiber each time), it
+//   still polls the network between them: its poll counter once lived in the loop's frame
+//   and started again with each handed-over loop, so such a stream never polled and a
+//   message from another rank never arrived.
+// The stop comes from the last node (node 0 stops itself when it is alone).
+std::atomic<bool> stream_stop{false};
+std::atomic<bool> stream_gave_up{false};
+std::atomic<long> stream_waits{0};
+std::shared_ptr<roam::promise<void>> stream_gate;  // node 0's one worker only
+std::chrono::steady_clock::time_point stream_began;
+
+void stream_step(long i, bool waits) {
+  if (auto gate = std::exchange(stream_gate, nullptr)) gate->set_value();  // the waiting step
+  if (stream_stop.load()) return;
+  if (std::chrono::steady_clock::now() - stream_began > std::chrono::seconds(10)) {
+    stream_gave_up = true;  // the stop never came: end the stream so that the job ends
+    return;
+  }
+  if (!waits || i % 4 != 0) {
+    roam::send(roam::this_node(), stream_step, i + 1, waits);
+    return;
+  }
+  auto gate = std::make_shared<roam::promise<void>>();
+  roam::future<void> opened = gate->get_future();
+  stream_gate = gate;
+  roam::send(roam::this_node(), stream_step, i + 1, waits);  // it opens the gate
+  opened.wait();
+  stream_waits.fetch_add(1);
+}
+void stop_stream() { stream_stop = true; }
+
+void expect_stream_stopped_from_the_last_node(bool waits) {
+  stream_stop = false;
+  stream_gave_up = false;
+  stream_waits = 0;
+  std::atomic<bool> hosts_node_0{false};  // the checks below hold in node 0's process
+  EXPECT_EQ(roam::run(with_workers(1, 2),
+                      [waits, &hosts_node_0] {
+                        const roam::node_id last = roam::num_nodes() - 1;
+                        roam::barrier();
+                        if (roam::this_node() == 0) {
+                          hosts_node_0 = true;
+                          stream_began = std::chrono::steady_clock::now();
+                          roam::send(0, stream_step, 0L, waits);
+                        }
+                        if (roam::this_node() == last) {
+                          // The stream is under way before the stop leaves.
+                          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                          if (last == 0)
+                            stream_stop = true;
+                          else
+                            roam::send(0, stop_stream);
+                        }
+                        roam::wait_quiescence();
+                      }),
+            0);
+  stream_gate.reset();
+  if (!hosts_node_0) return;
+  EXPECT_TRUE(stream_stop.load());
+  EXPECT_FALSE(stream_gave_up.load())
+      << "node 0's worker, busy with a stream of handlers, never took the stop in";
+  if (waits) {
+    EXPECT_GT(stream_waits.load(), 0);
+  }
+}
+
+TEST(FastPath, AWorkerBusyWithAStreamOfHandlersTakesArrivalsIn) {
+  expect_stream_stopped_from_the_last_node(false);
+}
+
+TEST(FastPath, AWorkerBusyWithHandlersThatWaitStillPollsTheNetwork) {
+  expect_stream_stopped_from_the_last_node(true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, LiveLock, ::testing::Values(1u, 2u, 4u));
