@@ -5,10 +5,12 @@
 #include <roam/core/detail/function_table.hpp>
 #include <roam/roam.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -84,6 +86,20 @@ void overflowing_tasklet(long depth) {
   std::printf("%ld\n", t.join());
 }
 
+// A load-balancing policy whose pop() recurses without end on node 1 once told to: pop()
+// runs in a worker's loop as it looks for work, not in a handler (mode loop-overflow, with
+// --roam-lb overflowing_pop).
+std::atomic<bool> pops_overflow{false};
+struct overflowing_pop_policy : roam::lb::policy {
+  bool schedules_handlers() const override { return true; }
+  roam::lb::runnable pop(int worker) override {
+    if (worker >= 0 && pops_overflow.load() && roam::this_node() == 1)
+      std::printf("%ld\n", recurse(1000000L));
+    return {};
+  }
+};
+void overflow_the_pops() { pops_overflow = true; }
+
 }  // namespace
 
 // Suspends its fiber for long: many of them exceed --roam-max-suspended.
@@ -91,6 +107,9 @@ void long_sleeper(int) { roam::this_task::sleep_for(std::chrono::seconds(60)); }
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
+  roam::lb::register_policy("overflowing_pop", [](const roam::config&) {
+    return std::make_unique<overflowing_pop_policy>();
+  });
   return roam::run(argc, argv, [&mode] {
     // Keep takes_string registered in every mode so that the handler tables agree.
     (void)roam::detail::am_handler<void (*)(std::string)>::registered;
@@ -217,6 +236,8 @@ int main(int argc, char** argv) {
         roam::send(1, overflowing_handler, 1000000L);  // ~300 MB of frames
       } else if (mode == "tasklet-overflow") {
         roam::send(1, overflowing_tasklet, 1000000L);
+      } else if (mode == "loop-overflow") {
+        roam::send(1, overflow_the_pops);
       } else if (mode == "deep-handler") {
         // ~600 KB of frames: fits the stack of --roam-stack-size 4M, not the default.
         roam::call(
