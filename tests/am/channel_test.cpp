@@ -5,7 +5,10 @@
 #include <roam/roam.hpp>
 
 #include <roam/core/detail/aggregation.hpp>
+#include <roam/core/detail/node_api.hpp>
 #include <roam/transport/message.hpp>
+
+#include "route_grid.hpp"
 
 #include <gtest/gtest.h>
 
@@ -517,9 +520,11 @@ TEST(Channel, ARoutedThreadKeepsLanesForItsRowAndColumnOnly) {
     if (cfg.aggregate_bytes == 0) {
       EXPECT_EQ(lanes, 0u);
     } else if (routed) {
-      std::size_t columns = 1;
-      while (columns * columns < nodes) ++columns;
-      EXPECT_EQ(lanes, 2 * (columns + (nodes + columns - 1) / columns));
+      // The job's grid: ceil(sqrt(P)) columns, or in mixed mode columns that fit the ranks.
+      const roam::detail::route_grid grid(
+          static_cast<roam::node_id>(nodes),
+          roam::detail::local_nodes_of(roam::detail::require_node("test")).count);
+      EXPECT_EQ(lanes, 2 * grid.slots());
     } else {
       EXPECT_EQ(lanes, 2 * nodes);
     }
