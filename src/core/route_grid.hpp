@@ -49,7 +49,7 @@ struct route_grid {
       if (2 * best_slots <= 3 * (columns + (std::uint64_t{p} + columns - 1) / columns))
         columns = static_cast<node_id>(best);
     }
-    rows = (p + columns - 1) / columns;
+    rows = static_cast<node_id>((std::uint64_t{p} + columns - 1) / columns);
     reciprocal = columns == 1 ? 0 : ~std::uint64_t{0} / columns + 1;
   }
 

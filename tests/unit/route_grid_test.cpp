@@ -84,6 +84,9 @@ TEST(RouteGrid, AMixedModeGridFitsTheRanksAtAboutTwoSqrtPLanes) {
   EXPECT_EQ(route_grid(2048, 1024).columns, 64u);
   // One rank (every node in one process): the square grid.
   EXPECT_EQ(route_grid(10, 10).columns, 4u);
+  // Rows are counted without wrapping near 2^32 nodes.
+  EXPECT_EQ(route_grid(4294967295u).rows, 65536u);
+  EXPECT_EQ(route_grid(4294901760u, 65536).rows, 65535u);
 }
 
 TEST(RouteGrid, RowsComeFromAMultiplicationExactlyForEveryNode) {
