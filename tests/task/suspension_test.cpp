@@ -259,8 +259,13 @@ std::atomic<long> stream_waits{0};
 std::shared_ptr<roam::promise<void>> stream_gate;  // node 0's one worker only
 std::chrono::steady_clock::time_point stream_began;
 
+std::atomic<bool> stream_under_way{false};
+void note_stream_under_way() { stream_under_way = true; }
+
 void stream_step(long i, bool waits) {
   if (auto gate = std::exchange(stream_gate, nullptr)) gate->set_value();  // the waiting step
+  // The stop leaves once the stream runs: a stop that came first would end it at once.
+  if (i == 0) roam::send(roam::num_nodes() - 1, note_stream_under_way);
   if (stream_stop.load()) return;
   if (std::chrono::steady_clock::now() - stream_began > std::chrono::seconds(10)) {
     stream_gave_up = true;  // the stop never came: end the stream so that the job ends
@@ -282,6 +287,7 @@ void stop_stream() { stream_stop = true; }
 void expect_stream_stopped_from_the_last_node(bool waits) {
   stream_stop = false;
   stream_gave_up = false;
+  stream_under_way = false;
   stream_waits = 0;
   std::atomic<bool> hosts_node_0{false};  // the checks below hold in node 0's process
   EXPECT_EQ(roam::run(with_workers(1, 2),
@@ -294,8 +300,9 @@ void expect_stream_stopped_from_the_last_node(bool waits) {
                           roam::send(0, stream_step, 0L, waits);
                         }
                         if (roam::this_node() == last) {
-                          // The stream is under way before the stop leaves.
-                          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                          while (!stream_under_way)
+                            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                          std::this_thread::sleep_for(std::chrono::milliseconds(20));
                           if (last == 0)
                             stream_stop = true;
                           else
