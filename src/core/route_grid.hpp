@@ -31,11 +31,12 @@ struct route_grid {
     while (static_cast<std::size_t>(columns) * columns < p) ++columns;
     if (nodes_per_rank > 1 && nodes_per_rank < p && !relays_may_hold_credit(nodes_per_rank)) {
       const std::uint64_t per_rank = nodes_per_rank;
+      // A thread's lanes with c columns: slots() of that grid.
+      auto lanes_with = [p](std::uint64_t c) { return c + (p + c - 1) / c; };
       std::uint64_t best = 0, best_slots = ~std::uint64_t{0};
       auto consider = [&](std::uint64_t c) {
         if (c == 0 || c > p) return;
-        const std::uint64_t lanes = c + (p + c - 1) / c;
-        if (lanes < best_slots) best = c, best_slots = lanes;
+        if (lanes_with(c) < best_slots) best = c, best_slots = lanes_with(c);
       };
       // c + p / c is convex in c: the multiples on either side of sqrt(p) are the best ones.
       const std::uint64_t below = columns / per_rank;
@@ -46,8 +47,7 @@ struct route_grid {
           consider(d);
           consider(per_rank / d);
         }
-      if (2 * best_slots <= 3 * (columns + (std::uint64_t{p} + columns - 1) / columns))
-        columns = static_cast<node_id>(best);
+      if (2 * best_slots <= 3 * lanes_with(columns)) columns = static_cast<node_id>(best);
     }
     rows = static_cast<node_id>((std::uint64_t{p} + columns - 1) / columns);
     reciprocal = columns == 1 ? 0 : ~std::uint64_t{0} / columns + 1;
