@@ -21,6 +21,7 @@
 #include <cstring>
 #include <thread>
 #include <typeinfo>
+#include <vector>
 
 namespace roam::detail {
 namespace {
@@ -31,6 +32,23 @@ thread_local node_runtime* tl_node [[gnu::tls_model("initial-exec")]] = nullptr;
 // Admission functions running on this thread (nested deliveries count each): what they
 // send is never held back (hold_back_application_thread).
 thread_local unsigned tl_admitting = 0;
+// Nodes this thread held arrivals for while it admitted, that no thread delivers yet.
+thread_local std::vector<node_runtime*> tl_held_for;
+
+// Runs when the thread's outermost admission has returned. Deliveries it makes admit
+// again, and what those hold is delivered by this loop, not by a nested one: the stack
+// stays one admission deep however far the messages travel.
+void deliver_what_admissions_held() noexcept {
+  thread_local bool delivering = false;
+  if (delivering) return;
+  delivering = true;
+  while (!tl_held_for.empty()) {
+    node_runtime* n = tl_held_for.back();
+    tl_held_for.pop_back();
+    n->deliver_held();
+  }
+  delivering = false;
+}
 
 std::string describe(const message_header& h) {
   std::string text = "handler '";
@@ -250,7 +268,7 @@ bool node_runtime::admitted(message_ptr& m) noexcept {
     node_runtime* node;
     ~restore() {
       tl_node = node;
-      --tl_admitting;
+      if (--tl_admitting == 0 && !tl_held_for.empty()) deliver_what_admissions_held();
     }
   } restore_caller{caller};
   try {
@@ -278,6 +296,29 @@ void node_runtime::accept_arrival(message_ptr m) noexcept {
   if (admitted(m)) return;
   m->execute = &node_runtime::execute;
   scheduler_.push_arrival(m.release());
+}
+
+void node_runtime::accept_from_this_process(message_ptr m) noexcept {
+  if (tl_admitting == 0 && held_.idle()) [[likely]] {
+    accept_arrival(std::move(m));
+    return;
+  }
+  if (!held_.hold(std::move(m))) return;  // its deliverer takes it in turn
+  if (tl_admitting == 0)
+    deliver_held();
+  else
+    tl_held_for.push_back(this);
+}
+
+void node_runtime::deliver_held() noexcept {
+  if (!held_.claim()) return;
+  while (work_item* w = held_.take()) {
+    while (w) {
+      work_item* next = w->next;
+      accept_arrival(message_ptr(static_cast<message*>(w)));
+      w = next;
+    }
+  }
 }
 
 void node_runtime::queue_admitted_arrival(message_ptr m) noexcept {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "aggregation_lanes.hpp"
+#include "held_arrivals.hpp"
 #include "scheduler.hpp"
 
 #include <roam/core/config.hpp>
@@ -39,6 +40,12 @@ class node_runtime {
   void accept_local(message_ptr m) noexcept;
   /// Queues a validated message that arrived from another node.
   void accept_arrival(message_ptr m) noexcept;
+  /// accept_arrival() for a message another node of this process sent (the transport's
+  /// delivery inside a send): held while the sending thread admits an arrival, and
+  /// delivered once its outermost admission returns (held_arrivals.hpp).
+  void accept_from_this_process(message_ptr m) noexcept;
+  /// Delivers what is held for this node unless another thread already does.
+  void deliver_held() noexcept;
   /// Queues an arrival that its admission already let through.
   void queue_admitted_arrival(message_ptr m) noexcept;
   /// Runs the handler of a message (work_item::execute of messages).
@@ -96,6 +103,7 @@ class node_runtime {
   process_runtime& process_;
   node_id id_;
   scheduler scheduler_;
+  held_arrivals held_;
   std::mutex calls_lock_;
   std::unordered_map<std::uint64_t, std::shared_ptr<reply_target>> calls_;
   std::uint64_t next_call_ = 1;

@@ -89,8 +89,7 @@ process_runtime::process_runtime(const config& cfg) : config_(cfg) {
       this->deliver(std::move(m));
       return;
     }
-    node_runtime* node = local(m->header.dest);
-    node->accept_arrival(std::move(m));
+    local(m->header.dest)->accept_from_this_process(std::move(m));
   };
   bool use_mpi =
       cfg.transport == transport_kind::mpi ||
