@@ -30,25 +30,15 @@ namespace {
 // offset from the thread pointer; reading them costs a load, not a __tls_get_addr call.
 thread_local node_runtime* tl_node [[gnu::tls_model("initial-exec")]] = nullptr;
 // Admission functions running on this thread (nested deliveries count each): what they
-// send is never held back (hold_back_application_thread).
-thread_local unsigned tl_admitting = 0;
-// Nodes this thread held arrivals for while it admitted, that no thread delivers yet.
-thread_local std::vector<node_runtime*> tl_held_for;
-
-// Runs when the thread's outermost admission has returned. Deliveries it makes admit
-// again, and what those hold is delivered by this loop, not by a nested one: the stack
-// stays one admission deep however far the messages travel.
-void deliver_what_admissions_held() noexcept {
-  thread_local bool delivering = false;
-  if (delivering) return;
-  delivering = true;
-  while (!tl_held_for.empty()) {
-    node_runtime* n = tl_held_for.back();
-    tl_held_for.pop_back();
-    n->deliver_held();
-  }
-  delivering = false;
-}
+// send is never held back (hold_back_application_thread), and what they send to a node of
+// this process is held (held_arrivals.hpp).
+thread_local unsigned tl_admitting [[gnu::tls_model("initial-exec")]] = 0;
+// The nodes whose held arrivals this thread answers for once its outermost admission is
+// over (a node may be listed by several threads, or more than once: one claims its list,
+// the others find nothing to do), and their count, which the hot path reads (the list's
+// thread-local has a constructor, and reaching it costs a call).
+thread_local std::vector<node_runtime*> tl_listed;
+thread_local std::size_t tl_listed_count [[gnu::tls_model("initial-exec")]] = 0;
 
 std::string describe(const message_header& h) {
   std::string text = "handler '";
@@ -152,6 +142,9 @@ void node_runtime::destroy_extensions() noexcept {
 }
 
 node_runtime::~node_runtime() {
+  if (const std::size_t lost = held_.still_held())
+    fatal("internal error: " + std::to_string(lost) + " messages for node " + std::to_string(id_) +
+          " were held in this process and never delivered");
   destroy_extensions();
   release_thread_lanes(*this);
 }
@@ -268,7 +261,7 @@ bool node_runtime::admitted(message_ptr& m) noexcept {
     node_runtime* node;
     ~restore() {
       tl_node = node;
-      if (--tl_admitting == 0 && !tl_held_for.empty()) deliver_what_admissions_held();
+      --tl_admitting;
     }
   } restore_caller{caller};
   try {
@@ -282,20 +275,29 @@ bool node_runtime::admitted(message_ptr& m) noexcept {
   }
 }
 
+// What an admission sent to nodes of this process is delivered after the message that was
+// admitted is queued, not before: a message it leads to may come back to this node, and
+// must not be queued ahead of it.
 void node_runtime::accept_local(message_ptr m) noexcept {
   if (m->header.flags & flag_broadcast) [[unlikely]]
     relay_broadcast(*this, *m);
-  if (admitted(m)) return;
-  m->execute = &node_runtime::execute;
-  scheduler_.push(m.release());
+  if (!admitted(m)) {
+    m->execute = &node_runtime::execute;
+    scheduler_.push(m.release());
+  }
+  if (tl_admitting == 0 && tl_listed_count != 0) [[unlikely]]
+    deliver_listed_held();
 }
 
 void node_runtime::accept_arrival(message_ptr m) noexcept {
   if (m->header.flags & flag_broadcast) [[unlikely]]
     relay_broadcast(*this, *m);
-  if (admitted(m)) return;
-  m->execute = &node_runtime::execute;
-  scheduler_.push_arrival(m.release());
+  if (!admitted(m)) {
+    m->execute = &node_runtime::execute;
+    scheduler_.push_arrival(m.release());
+  }
+  if (tl_admitting == 0 && tl_listed_count != 0) [[unlikely]]
+    deliver_listed_held();
 }
 
 void node_runtime::accept_from_this_process(message_ptr m) noexcept {
@@ -303,22 +305,32 @@ void node_runtime::accept_from_this_process(message_ptr m) noexcept {
     accept_arrival(std::move(m));
     return;
   }
-  if (!held_.hold(std::move(m))) return;  // its deliverer takes it in turn
-  if (tl_admitting == 0)
+  if (!held_.hold(std::move(m))) return;  // the thread delivering the list takes it too
+  if (tl_admitting == 0) {
     deliver_held();
-  else
-    tl_held_for.push_back(this);
+  } else if (tl_listed_count == 0 || tl_listed.back() != this) {  // a burst lists it once
+    tl_listed.push_back(this);
+    ++tl_listed_count;
+  }
 }
 
 void node_runtime::deliver_held() noexcept {
-  if (!held_.claim()) return;
-  while (work_item* w = held_.take()) {
-    while (w) {
-      work_item* next = w->next;
-      accept_arrival(message_ptr(static_cast<message*>(w)));
-      w = next;
-    }
+  if (held_.claim()) held_.deliver_all([this](message_ptr m) { accept_arrival(std::move(m)); });
+}
+
+// Deliveries made here admit again, and what those hold is delivered by this loop, not by
+// a nested one: the stack stays one admission deep however far the messages travel.
+void node_runtime::deliver_listed_held() noexcept {
+  thread_local bool delivering [[gnu::tls_model("initial-exec")]] = false;
+  if (delivering) return;
+  delivering = true;
+  while (!tl_listed.empty()) {
+    node_runtime* n = tl_listed.back();
+    tl_listed.pop_back();
+    --tl_listed_count;
+    n->deliver_held();
   }
+  delivering = false;
 }
 
 void node_runtime::queue_admitted_arrival(message_ptr m) noexcept {

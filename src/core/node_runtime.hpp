@@ -42,10 +42,8 @@ class node_runtime {
   void accept_arrival(message_ptr m) noexcept;
   /// accept_arrival() for a message another node of this process sent (the transport's
   /// delivery inside a send): held while the sending thread admits an arrival, and
-  /// delivered once its outermost admission returns (held_arrivals.hpp).
+  /// delivered no later than when its outermost admission is over (held_arrivals.hpp).
   void accept_from_this_process(message_ptr m) noexcept;
-  /// Delivers what is held for this node unless another thread already does.
-  void deliver_held() noexcept;
   /// Queues an arrival that its admission already let through.
   void queue_admitted_arrival(message_ptr m) noexcept;
   /// Runs the handler of a message (work_item::execute of messages).
@@ -69,6 +67,10 @@ class node_runtime {
   void destroy_extensions() noexcept;
   /// Offers an arriving message to its handler's admit function (true: it took it).
   bool admitted(message_ptr& m) noexcept;
+  /// Delivers what is held for this node unless another thread already does.
+  void deliver_held() noexcept;
+  /// Delivers what this thread's admissions held, once its outermost admission is over.
+  static void deliver_listed_held() noexcept;
 
  public:
   // Counters of non-system messages, for termination detection.

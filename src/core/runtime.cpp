@@ -89,7 +89,8 @@ process_runtime::process_runtime(const config& cfg) : config_(cfg) {
       this->deliver(std::move(m));
       return;
     }
-    local(m->header.dest)->accept_from_this_process(std::move(m));
+    node_runtime* node = local(m->header.dest);
+    node->accept_from_this_process(std::move(m));
   };
   bool use_mpi =
       cfg.transport == transport_kind::mpi ||

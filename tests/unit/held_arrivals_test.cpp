@@ -1,7 +1,7 @@
 // Messages that admission functions send in one process (held_arrivals.hpp): delivered
 // after the admission returns, never nested inside it, and in the order they were sent.
 //
-// Regression: a message that each node's admission passes on to the next (as a relay
+// Regressions: a message that each node's admission passes on to the next (as a relay
 // passes a routed bundle, or a node forwards a message after its moving object) nested
 // one admission per hop on the first sender's stack, and a long enough chain overflowed
 // it. lb.stress.inproc.greedy_refine at 1024 nodes did so with 64 KiB fiber stacks.
@@ -9,6 +9,7 @@
 
 #include <roam/core/detail/handler_registry.hpp>
 #include <roam/core/detail/node_api.hpp>
+#include "held_arrivals.hpp"
 
 #include <gtest/gtest.h>
 
@@ -16,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -60,36 +62,39 @@ handler_entry hop_handler{"test.held_arrivals.hop",
                             return true;
                           }};
 
-// Node 1's admission of a `burst` message sends `count` numbered messages to node 2; node
-// 2's admission of those records the order they came in.
+// The order of a node's queue: node 1's admission of a `first` message sends `echo` to node 0
+// and lets `first` be queued; node 0's admission of `echo` sends `second` back to node 1.
+// `second` must be queued at node 1 after `first`: both go from node 0 to node 1, `first`
+// handed over before. (Delivering what an admission sent before queuing the message it
+// admitted put `second` first.)
 std::mutex order_lock;
-std::vector<std::uint64_t> order_seen;
+std::vector<std::uint64_t> order_seen;  // what node 1's worker ran: 1 for first, 2 for second
 
-handler_entry numbered_handler{"test.held_arrivals.numbered", [](node_runtime&, message_ptr&) {},
-                               ~0u,
-                               [](node_runtime& n, message_ptr& m) {
-                                 {
-                                   std::lock_guard guard(order_lock);
-                                   order_seen.push_back(payload_value(*m));
-                                 }
-                                 m.reset();
-                                 note_handled(n);
-                                 return true;
-                               }};
+void record(std::uint64_t what) {
+  std::lock_guard guard(order_lock);
+  order_seen.push_back(what);
+}
 
-handler_entry burst_handler{"test.held_arrivals.burst", [](node_runtime&, message_ptr&) {}, ~0u,
-                            [](node_runtime& n, message_ptr& m) {
-                              const std::uint64_t count = payload_value(*m);
-                              for (std::uint64_t i = 0; i < count; ++i)
-                                post(n, message_of(numbered_handler, 2, i));
-                              m.reset();
-                              note_handled(n);
-                              return true;
+handler_entry second_handler{"test.held_arrivals.second",
+                             [](node_runtime&, message_ptr&) { record(2); }, ~0u,
+                             [](node_runtime&, message_ptr&) { return false; }};
+handler_entry echo_handler{"test.held_arrivals.echo", [](node_runtime&, message_ptr&) {}, ~0u,
+                           [](node_runtime& n, message_ptr& m) {
+                             m.reset();
+                             post(n, message_of(second_handler, 1, 0));
+                             note_handled(n);
+                             return true;
+                           }};
+handler_entry first_handler{"test.held_arrivals.first",
+                            [](node_runtime&, message_ptr&) { record(1); }, ~0u,
+                            [](node_runtime& n, message_ptr&) {
+                              post(n, message_of(echo_handler, 0, 0));
+                              return false;
                             }};
 
-const bool registered = handler_registry::add(&hop_handler) &&
-                        handler_registry::add(&numbered_handler) &&
-                        handler_registry::add(&burst_handler);
+const bool registered =
+    handler_registry::add(&hop_handler) && handler_registry::add(&second_handler) &&
+    handler_registry::add(&echo_handler) && handler_registry::add(&first_handler);
 
 roam::config four_nodes() {
   roam::config c;
@@ -116,34 +121,86 @@ TEST(HeldArrivals, AChainOfAdmissionsThatPassAMessageOnStaysOffTheStack) {
   EXPECT_EQ(chain_ends.load(), 1);
 }
 
-constexpr std::uint64_t burst = 1000;
+void send_first() { post(require_node("send_first"), message_of(first_handler, 1, 0)); }
 
-void send_burst_then_one_more(std::uint64_t count) {
-  node_runtime& n = require_node("send_burst_then_one_more");
-  post(n, message_of(burst_handler, 1, count));  // node 1 admits it on this thread
-  // Sent after the burst, from outside any admission: it must not overtake the burst.
-  post(n, message_of(numbered_handler, 2, count));
-}
-
-TEST(HeldArrivals, WhatAnAdmissionSendsKeepsItsOrderBeforeLaterSends) {
+TEST(HeldArrivals, AMessageAnAdmissionLeadsBackIsQueuedAfterTheAdmittedOne) {
   ASSERT_TRUE(registered);
+  constexpr int rounds = 100;
   {
     std::lock_guard guard(order_lock);
     order_seen.clear();
   }
-  ASSERT_EQ(roam::run(four_nodes(),
+  roam::config c = four_nodes();
+  c.lend_app_thread = false;  // node 1's one worker runs its queue in order
+  ASSERT_EQ(roam::run(c,
                       [] {
                         if (roam::this_node() != 0) return;
-                        for (int round = 0; round < 5; ++round) {
-                          roam::send(0, &send_burst_then_one_more, burst);
+                        for (int round = 0; round < rounds; ++round) {
+                          roam::send(0, &send_first);
                           roam::wait_quiescence();
                         }
                       }),
             0);
   std::lock_guard guard(order_lock);
-  ASSERT_EQ(order_seen.size(), 5 * (burst + 1));
+  ASSERT_EQ(order_seen.size(), 2u * rounds);
   for (std::size_t i = 0; i < order_seen.size(); ++i)
-    ASSERT_EQ(order_seen[i], i % (burst + 1)) << "at position " << i;
+    ASSERT_EQ(order_seen[i], i % 2 + 1) << "at position " << i;
+}
+
+// ---- the list itself, under concurrent senders ---------------------------------------------
+
+// Senders follow node_runtime::accept_from_this_process: outside an "admission" a message
+// goes straight to the node while the list is idle; inside one, or when the list is busy,
+// it is held, and a holder that finds nobody delivering the list delivers it (at once, or
+// when its admission is over). Every message must be delivered once, each sender's in the
+// order it sent them.
+TEST(HeldArrivals, ConcurrentSendersLoseNothingAndKeepTheirOrder) {
+  constexpr std::uint64_t senders = 4, per_sender = 20000;
+  held_arrivals list;
+  std::mutex delivered_lock;
+  std::vector<std::uint64_t> last(senders, 0);  // each sender's last delivered number + 1
+  std::uint64_t delivered = 0, out_of_order = 0;
+  auto deliver = [&](message_ptr m) {
+    const std::uint64_t v = payload_value(*m);
+    std::lock_guard guard(delivered_lock);
+    ++delivered;
+    const std::uint64_t sender = v >> 32, number = v & 0xffffffffu;
+    if (number + 1 <= last[sender]) ++out_of_order;
+    last[sender] = number + 1;
+  };
+  auto sender = [&](std::uint64_t id) {
+    std::uint64_t seed = id + 1;
+    for (std::uint64_t number = 0; number < per_sender;) {
+      // An "admission" sends a few messages; then the ones it answers for are delivered.
+      seed = seed * 6364136223846793005u + 1442695040888963407u;
+      const bool admitting = (seed >> 60) < 6;
+      const std::uint64_t burst = 1 + ((seed >> 40) & 7);
+      bool answers = false;
+      for (std::uint64_t k = 0; k < burst && number < per_sender; ++k, ++number) {
+        message_ptr m = message::allocate(sizeof(std::uint64_t));
+        const std::uint64_t v = (id << 32) | number;
+        std::memcpy(m->payload(), &v, sizeof v);
+        m->header.payload_size = sizeof v;
+        if (!admitting && list.idle()) {
+          deliver(std::move(m));
+          continue;
+        }
+        if (!list.hold(std::move(m))) continue;
+        if (admitting)
+          answers = true;
+        else if (list.claim())
+          list.deliver_all(deliver);
+      }
+      if (answers && list.claim()) list.deliver_all(deliver);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::uint64_t id = 0; id < senders; ++id) threads.emplace_back(sender, id);
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(delivered, senders * per_sender);
+  EXPECT_EQ(out_of_order, 0u);
+  EXPECT_EQ(list.still_held(), 0u);
+  EXPECT_TRUE(list.idle());
 }
 
 }  // namespace
