@@ -435,7 +435,8 @@ class mpi_transport final : public transport {
     }
   }
   /// Grants credit back: half a window or more as soon as it is owed; whatever is owed at
-  /// all once this rank's traffic has been quiet for a millisecond, and under traffic every
+  /// all once this rank's traffic has been quiet for a millisecond (looked at every 64th quiet
+  /// round; the rounds count on while the receiver is overloaded), and under traffic every
   /// 4096 busy progress rounds (so that a pair that stopped talking keeps no state, on
   /// either side, however busy the receiver is with others); neither while this process's
   /// nodes have too much queued. The clock is read only in every 64th quiet round: in a busy
@@ -461,8 +462,8 @@ class mpi_transport final : public transport {
         if (++busy_rounds_ < 4096) return false;
       } else {
         // Every 64th quiet round: a spinning poller reads the clock as rarely as that, not
-        // once a round (which was a tenth of a waiting thread's time, and lengthened the
-        // round that every small message's latency waits out).
+        // once a round (a tenth of a waiting thread's samples). A poller that sleeps between
+        // rounds (a parked communication thread) grants this way after 64 polls instead.
         if ((++quiet_rounds_ & 63) != 0) return false;
         const auto now = clock::now();
         if (quiet_since_ == clock::time_point{}) quiet_since_ = now;
@@ -718,7 +719,7 @@ class mpi_transport final : public transport {
   MPI_Request credit_request_ = MPI_REQUEST_NULL;
   unsigned busy_rounds_ = 0;      ///< busy progress rounds since everything owed was granted
   unsigned quiet_rounds_ = 0;     ///< quiet progress rounds since the last busy one
-  unsigned progress_rounds_ = 0;  ///< progress() calls that drove MPI
+  unsigned progress_rounds_ = 0;  ///< progress() calls that took the progress lock
   std::chrono::steady_clock::time_point quiet_since_{};  ///< no traffic since (else 0)
   std::atomic<std::uint64_t> unsent_bytes_{0};
   std::atomic<std::uint64_t> relayed_unsent_bytes_{0};  ///< of messages marked `relayed`
