@@ -13,6 +13,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -99,6 +100,7 @@ struct overflowing_pop_policy : roam::lb::policy {
   }
 };
 void overflow_the_pops() { pops_overflow = true; }
+void do_nothing() {}
 
 }  // namespace
 
@@ -237,7 +239,15 @@ int main(int argc, char** argv) {
       } else if (mode == "tasklet-overflow") {
         roam::send(1, overflowing_tasklet, 1000000L);
       } else if (mode == "loop-overflow") {
+        // Node 1's worker must look for work after this: it does so after each item, and
+        // node 1's application thread, asleep below, runs none of them. The overflow ends
+        // the job long before the stream does.
         roam::send(1, overflow_the_pops);
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while (std::chrono::steady_clock::now() < give_up) {
+          roam::send(1, do_nothing);
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
       } else if (mode == "deep-handler") {
         // ~600 KB of frames: fits the stack of --roam-stack-size 4M, not the default.
         roam::call(
@@ -268,6 +278,8 @@ int main(int argc, char** argv) {
       }
     }
     if (mode == "rank-dies" && roam::this_node() == 1) std::abort();
+    if (mode == "loop-overflow" && roam::this_node() == 1)
+      std::this_thread::sleep_for(std::chrono::seconds(30));
     roam::barrier();
   });
 }
