@@ -19,6 +19,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -113,6 +114,19 @@ int main(int argc, char** argv) {
             roam::migrate(cells[rng() % cells.size()], static_cast<roam::node_id>(rng() % nodes)));
     }
     for (auto& m : moves) m.get();
+    // The balancer works on its own schedule: on a loaded machine the work above can be over
+    // before a round has moved anything. Then more of it, for at most about 30 s, until the
+    // balancer has moved an object (every node takes part in each allreduce).
+    auto moved_so_far = [] {
+      return roam::allreduce(static_cast<std::uint64_t>(roam::lb::local_statistics().objects_moved),
+                             std::plus<>());
+    };
+    for (int extra = 0; nodes > 1 && extra < 300 && moved_so_far() == 0; ++extra) {
+      if (me == 0)
+        for (int k = 0; k < 64; ++k)
+          cells[rng() % cells.size()].send<&cell::run>(next_id(), rng(), 2);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
     if (me == 0) roam::wait_quiescence();
     roam::barrier();
 
