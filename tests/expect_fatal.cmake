@@ -1,14 +1,6 @@
 # Runs the command after "--" and passes only if it exits non-zero and its output
 # matches EXPECT. Used for fault-injection tests.
-set(command "")
-set(seen_separator FALSE)
-foreach(i RANGE ${CMAKE_ARGC})
-  if(seen_separator AND DEFINED CMAKE_ARGV${i})
-    list(APPEND command "${CMAKE_ARGV${i}}")
-  elseif("${CMAKE_ARGV${i}}" STREQUAL "--")
-    set(seen_separator TRUE)
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/command_after_separator.cmake)
 execute_process(COMMAND ${command} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
   TIMEOUT 45)
 set(all "${out}${err}")

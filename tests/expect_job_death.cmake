@@ -1,15 +1,7 @@
 # Runs the command after "--" RUNS times; each run must exit non-zero within SECONDS and
 # print EXPECT. Used for the dying-rank tests: a rank killed with SIGKILL must end the whole
 # job, loudly, every time.
-set(command "")
-set(seen_separator FALSE)
-foreach(i RANGE ${CMAKE_ARGC})
-  if(seen_separator AND DEFINED CMAKE_ARGV${i})
-    list(APPEND command "${CMAKE_ARGV${i}}")
-  elseif("${CMAKE_ARGV${i}}" STREQUAL "--")
-    set(seen_separator TRUE)
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/command_after_separator.cmake)
 foreach(run RANGE 1 ${RUNS})
   string(TIMESTAMP start "%s")
   execute_process(COMMAND ${command} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
