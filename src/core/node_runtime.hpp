@@ -41,8 +41,10 @@ class node_runtime {
   /// Queues a validated message that arrived from another node.
   void accept_arrival(message_ptr m) noexcept;
   /// accept_arrival() for a message another node of this process sent (the transport's
-  /// delivery inside a send): held while the sending thread admits an arrival, and
-  /// delivered no later than when its outermost admission is over (held_arrivals.hpp).
+  /// delivery inside a send): held while the sending thread admits an arrival or messages
+  /// are held for this node, and then delivered in hand-over order by the holding thread
+  /// once its outermost admission is over, or by a thread already delivering them
+  /// (held_arrivals.hpp).
   void accept_from_this_process(message_ptr m) noexcept;
   /// Queues an arrival that its admission already let through.
   void queue_admitted_arrival(message_ptr m) noexcept;

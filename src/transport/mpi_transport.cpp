@@ -462,8 +462,8 @@ class mpi_transport final : public transport {
         if (++busy_rounds_ < 4096) return false;
       } else {
         // Every 64th quiet round: a spinning poller reads the clock as rarely as that, not
-        // once a round (a tenth of a waiting thread's samples). A poller that sleeps between
-        // rounds (a parked communication thread) grants this way after 64 polls instead.
+        // once a round (a tenth of a waiting thread's samples). The first look starts the
+        // quiet millisecond; a look at least that long after grants.
         if ((++quiet_rounds_ & 63) != 0) return false;
         const auto now = clock::now();
         if (quiet_since_ == clock::time_point{}) quiet_since_ = now;
