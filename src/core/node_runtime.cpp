@@ -272,6 +272,9 @@ bool node_runtime::admitted(message_ptr& m) noexcept {
   } catch (const std::exception& ex) {
     fatal(describe(h) + ": admitting the message threw " + type_name_of(typeid(ex)) + ": " +
           ex.what());
+  } catch (...) {
+    fatal(describe(h) +
+          ": admitting the message threw an exception not derived from std::exception");
   }
 }
 

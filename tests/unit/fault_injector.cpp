@@ -238,6 +238,11 @@ int main(int argc, char** argv) {
         roam::send(1, overflowing_handler, 1000000L);  // ~300 MB of frames
       } else if (mode == "tasklet-overflow") {
         roam::send(1, overflowing_tasklet, 1000000L);
+      } else if (mode == "control-throws-int") {
+        // A policy's control handler runs as its message is admitted; what it throws must
+        // stop the job with roam's message, whatever its type.
+        roam::lb::send_control(1, [] { throw 42; });
+        std::this_thread::sleep_for(std::chrono::seconds(30));
       } else if (mode == "loop-overflow") {
         // Node 1's worker must look for work after this: it does so after each item, and
         // node 1's application thread, asleep below, runs none of them. The overflow ends
