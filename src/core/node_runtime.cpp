@@ -281,26 +281,22 @@ bool node_runtime::admitted(message_ptr& m) noexcept {
 // What an admission sent to nodes of this process is delivered after the message that was
 // admitted is queued, not before: a message it leads to may come back to this node, and
 // must not be queued ahead of it.
-void node_runtime::accept_local(message_ptr m) noexcept {
+inline void node_runtime::accept(message_ptr m,
+                                 void (scheduler::*queue)(work_item*) noexcept) noexcept {
   if (m->header.flags & flag_broadcast) [[unlikely]]
     relay_broadcast(*this, *m);
   if (!admitted(m)) {
     m->execute = &node_runtime::execute;
-    scheduler_.push(m.release());
+    (scheduler_.*queue)(m.release());
   }
   if (tl_admitting == 0 && tl_listed_count != 0) [[unlikely]]
     deliver_listed_held();
 }
 
+void node_runtime::accept_local(message_ptr m) noexcept { accept(std::move(m), &scheduler::push); }
+
 void node_runtime::accept_arrival(message_ptr m) noexcept {
-  if (m->header.flags & flag_broadcast) [[unlikely]]
-    relay_broadcast(*this, *m);
-  if (!admitted(m)) {
-    m->execute = &node_runtime::execute;
-    scheduler_.push_arrival(m.release());
-  }
-  if (tl_admitting == 0 && tl_listed_count != 0) [[unlikely]]
-    deliver_listed_held();
+  accept(std::move(m), &scheduler::push_arrival);
 }
 
 void node_runtime::accept_from_this_process(message_ptr m) noexcept {

@@ -69,6 +69,8 @@ class node_runtime {
   void destroy_extensions() noexcept;
   /// Offers an arriving message to its handler's admit function (true: it took it).
   bool admitted(message_ptr& m) noexcept;
+  /// accept_local() and accept_arrival(): `queue` is the scheduler queue they differ in.
+  void accept(message_ptr m, void (scheduler::*queue)(work_item*) noexcept) noexcept;
   /// Delivers what is held for this node unless another thread already does.
   void deliver_held() noexcept;
   /// Delivers what this thread's admissions held, once its outermost admission is over.
