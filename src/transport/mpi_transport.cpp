@@ -435,13 +435,14 @@ class mpi_transport final : public transport {
     }
   }
   /// Grants credit back: half a window or more as soon as it is owed; whatever is owed at
-  /// all once this rank's traffic has been quiet for a millisecond (looked at every 64th quiet
-  /// round; the rounds count on while the receiver is overloaded), and under traffic every
+  /// all once this rank's traffic has been quiet for a millisecond, and under traffic every
   /// 4096 busy progress rounds (so that a pair that stopped talking keeps no state, on
   /// either side, however busy the receiver is with others); neither while this process's
-  /// nodes have too much queued. The clock is read only in every 64th quiet round: in a busy
-  /// one it cost as much as the round on this machine's virtual clock, and granting small amounts
-  /// every millisecond flooded MPI: a 16-rank all-to-all ran 3 to 4 times slower.
+  /// nodes have too much queued (the rounds count on meanwhile). The clock is read only in
+  /// every 64th quiet round: in a busy one it cost as much as the round on this machine's
+  /// virtual clock, in every quiet one a tenth of a waiting thread's samples; and granting
+  /// small amounts every millisecond flooded MPI: a 16-rank all-to-all ran 3 to 4 times
+  /// slower.
   bool grant_credits(bool busy) {
     auto send_grant = [&](int peer, std::uint64_t amount) {
       std::vector<std::byte> bytes(sizeof amount);
@@ -461,9 +462,7 @@ class mpi_transport final : public transport {
         quiet_rounds_ = 0;
         if (++busy_rounds_ < 4096) return false;
       } else {
-        // Every 64th quiet round: a spinning poller reads the clock as rarely as that, not
-        // once a round (a tenth of a waiting thread's samples). The first look starts the
-        // quiet millisecond; a look at least that long after grants.
+        // The first look starts the quiet millisecond; a look at least that long after grants.
         if ((++quiet_rounds_ & 63) != 0) return false;
         const auto now = clock::now();
         if (quiet_since_ == clock::time_point{}) quiet_since_ = now;
