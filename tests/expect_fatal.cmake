@@ -1,16 +1,38 @@
-# Runs the command after "--" and passes only if it exits non-zero and its output
-# matches EXPECT. Used for fault-injection tests.
-include(${CMAKE_CURRENT_LIST_DIR}/command_after_separator.cmake)
-execute_process(COMMAND ${command} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
-  TIMEOUT 45)
-set(all "${out}${err}")
-if(rc EQUAL 0)
-  message(FATAL_ERROR "expected a failure, but the command succeeded:\n${all}")
+# Runs the command after "--" and passes only if it exits non-zero within SECONDS (default
+# 45) and its output matches EXPECT, RUNS times in a row (default 1). Used for the
+# fault-injection tests, and for the dying-rank tests (a rank killed with SIGKILL must end
+# the whole job, loudly, every time).
+if(NOT DEFINED RUNS)
+  set(RUNS 1)
 endif()
-if(rc MATCHES "timeout")
-  message(FATAL_ERROR "the job hung instead of stopping:\n${all}")
+if(NOT DEFINED SECONDS)
+  set(SECONDS 45)
 endif()
-if(NOT all MATCHES "${EXPECT}")
-  message(FATAL_ERROR "exit status ${rc}, but the output lacks /${EXPECT}/:\n${all}")
-endif()
-message(STATUS "failed as expected (status ${rc}), output matched /${EXPECT}/")
+set(command "")
+set(seen_separator FALSE)
+foreach(i RANGE ${CMAKE_ARGC})
+  if(seen_separator AND DEFINED CMAKE_ARGV${i})
+    list(APPEND command "${CMAKE_ARGV${i}}")
+  elseif("${CMAKE_ARGV${i}}" STREQUAL "--")
+    set(seen_separator TRUE)
+  endif()
+endforeach()
+foreach(run RANGE 1 ${RUNS})
+  string(TIMESTAMP start "%s")
+  execute_process(COMMAND ${command} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err
+    TIMEOUT ${SECONDS})
+  string(TIMESTAMP end "%s")
+  math(EXPR elapsed "${end} - ${start}")
+  set(all "${out}${err}")
+  if(rc EQUAL 0)
+    message(FATAL_ERROR "run ${run}: expected a failure, but the command succeeded:\n${all}")
+  endif()
+  if(rc MATCHES "timeout")
+    message(FATAL_ERROR "run ${run}: the job hung instead of stopping (${SECONDS} s):\n${all}")
+  endif()
+  if(NOT all MATCHES "${EXPECT}")
+    message(FATAL_ERROR "run ${run}: exit status ${rc}, but the output lacks /${EXPECT}/:\n${all}")
+  endif()
+  message(STATUS "run ${run}: failed as expected (status ${rc}, about ${elapsed} s), output "
+                 "matched /${EXPECT}/")
+endforeach()
