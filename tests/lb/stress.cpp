@@ -134,9 +134,7 @@ int main(int argc, char** argv) {
     // any more: the first node of a process to get here contributes the process's count and
     // its other nodes (a process may host several) nothing.
     const auto sent = roam::allreduce(sent_here.exchange(0), std::plus<>());
-    const auto stats = roam::lb::local_statistics();
-    const auto moved =
-        roam::allreduce(static_cast<std::uint64_t>(stats.objects_moved), std::plus<>());
+    const auto moved = moved_so_far();
     if (me == 0) {
       std::vector<std::uint64_t> ran;
       for (auto& c : cells) {

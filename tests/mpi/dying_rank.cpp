@@ -44,13 +44,17 @@ void traffic() {
   roam::barrier();
 }
 
-// Everyone loops on barriers; the dying rank leaves the loop (and the job) after 50 rounds.
+// In the loops of collectives below: the dying rank dies at round 50, once the others wait
+// in the next collective.
+void die_at_round_50(int round) {
+  if (roam::this_node() != dying || round != 50) return;
+  std::this_thread::sleep_for(100ms);
+  die();
+}
+
 void barriers() {
   for (int round = 0; round < 100000; ++round) {
-    if (roam::this_node() == dying && round == 50) {
-      std::this_thread::sleep_for(100ms);  // the others are in the barrier by now
-      die();
-    }
+    die_at_round_50(round);
     roam::barrier();
   }
 }
@@ -58,10 +62,7 @@ void barriers() {
 void collectives() {
   long sum = 0;
   for (int round = 0; round < 100000; ++round) {
-    if (roam::this_node() == dying && round == 50) {
-      std::this_thread::sleep_for(100ms);
-      die();
-    }
+    die_at_round_50(round);
     sum += roam::allreduce(1L, std::plus<>{});
   }
   std::printf("sum %ld\n", sum);
