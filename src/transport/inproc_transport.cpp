@@ -4,6 +4,7 @@
 #include <roam/base/error.hpp>
 #include <roam/transport/detail/backends.hpp>
 
+#include <chrono>
 #include <thread>
 
 namespace roam::detail {
@@ -26,6 +27,11 @@ class inproc_transport final : public transport {
   void drain() override {}
   void idle_wait(std::chrono::microseconds max) override { std::this_thread::sleep_for(max); }
   void validate_fingerprint(const std::string&) override {}  // one binary by construction
+  clock_alignment align_clocks() override {                  // one clock by construction
+    return {0, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::steady_clock::now().time_since_epoch())
+                   .count()};
+  }
   void send_raw_for_testing(node_id dest, std::vector<std::byte> bytes) override {
     (void)dest;  // the header inside the bytes says where it goes, as on a real wire
     deliver_(message_from_wire(bytes.data(), bytes.size(), 0), false);

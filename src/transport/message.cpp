@@ -33,6 +33,7 @@ std::uint32_t header_checksum(const message_header& h) noexcept {
   mix(h.payload_size);
   mix(h.function);
   mix(h.reply_to);
+  mix(h.flow);
   return static_cast<std::uint32_t>(x ^ (x >> 32));
 }
 
@@ -184,6 +185,7 @@ bool is_locked_block(const message& m) noexcept { return m.locked_; }
 message_ptr message::clone(const message& m) {
   message_ptr copy = allocate(m.header.payload_size);
   copy->header = m.header;
+  copy->header.flow = 0;  // a flow ends at one handler: the copy's sender starts its own
   std::memcpy(copy->payload(), m.payload(), m.header.payload_size);
   return copy;
 }

@@ -42,6 +42,7 @@ namespace {
 constexpr int tag_header = 7001;
 constexpr int tag_data = 7002;
 constexpr int tag_credit = 7003;  ///< a grant of send credit: one std::uint64_t of bytes
+constexpr int tag_clock = 7004;   ///< clock alignment for traces, before any traffic
 
 void abort_job() { MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE); }
 
@@ -261,6 +262,52 @@ class mpi_transport final : public transport {
     std::fprintf(stderr, "%s\n", report.c_str());
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE);
+  }
+
+  clock_alignment align_clocks() override {
+    // Rank 0 meets every other rank in turn: O(P) round trips, paid once at the start of a
+    // traced job only (a tree would compound each level's error). The fastest of `rounds`
+    // round trips bounds the error best.
+    constexpr int rounds = 8;
+    auto now = [] {
+      return static_cast<std::int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                           std::chrono::steady_clock::now().time_since_epoch())
+                                           .count());
+    };
+    clock_alignment result;
+    if (rank_ == 0) {
+      for (int r = 1; r < size_; ++r) {
+        std::int64_t fastest = INT64_MAX, offset = 0;
+        for (int i = 0; i < rounds; ++i) {
+          const std::int64_t sent = now();
+          check(MPI_Send(nullptr, 0, MPI_BYTE, r, tag_clock, comm_), "MPI_Send (clock alignment)",
+                r);
+          std::int64_t theirs = 0;
+          check(MPI_Recv(&theirs, 1, MPI_INT64_T, r, tag_clock, comm_, MPI_STATUS_IGNORE),
+                "MPI_Recv (clock alignment)", r);
+          const std::int64_t back = now();
+          if (back - sent < fastest) {
+            fastest = back - sent;
+            offset = theirs - (sent + (back - sent) / 2);
+          }
+        }
+        check(MPI_Send(&offset, 1, MPI_INT64_T, r, tag_clock, comm_), "MPI_Send (clock alignment)",
+              r);
+      }
+      result.epoch_ns = now();
+    } else {
+      for (int i = 0; i < rounds; ++i) {
+        check(MPI_Recv(nullptr, 0, MPI_BYTE, 0, tag_clock, comm_, MPI_STATUS_IGNORE),
+              "MPI_Recv (clock alignment)", 0);
+        const std::int64_t mine = now();
+        check(MPI_Send(&mine, 1, MPI_INT64_T, 0, tag_clock, comm_), "MPI_Send (clock alignment)",
+              0);
+      }
+      check(MPI_Recv(&result.offset_ns, 1, MPI_INT64_T, 0, tag_clock, comm_, MPI_STATUS_IGNORE),
+            "MPI_Recv (clock alignment)", 0);
+    }
+    check(MPI_Bcast(&result.epoch_ns, 1, MPI_INT64_T, 0, comm_), "MPI_Bcast", 0);
+    return result;
   }
 
   void process_barrier() override {

@@ -1,6 +1,6 @@
 // roam — the byte message every layer above the transport is built from.
 //
-// A message is one contiguous block: a fixed 48-byte wire header followed by the payload.
+// A message is one contiguous block: a fixed 56-byte wire header followed by the payload.
 // The same bytes travel between virtual nodes of the in-process transport and between MPI
 // ranks, so serialization bugs show up without MPI. Small blocks come from per-thread
 // pools, large ones from a size-classed cache (src/transport/message.cpp); both go back there
@@ -45,8 +45,11 @@ struct message_header {
   std::uint64_t payload_size = 0;  ///< bytes after the header
   std::uint64_t function = 0;      ///< encoded function pointer for pointer handlers, else 0
   std::uint64_t reply_to = 0;      ///< pending-call id on `source` (flag_wants_reply / replies)
+  /// The trace's flow from this message's send to its handler (--roam-trace); 0 when the
+  /// sender did not trace. A forwarded message keeps it; a copy (message::clone) has none.
+  std::uint64_t flow = 0;
 };
-static_assert(sizeof(message_header) == 48);
+static_assert(sizeof(message_header) == 56);
 
 /// Checksum of the header fields (not the payload): catches corrupt and misframed headers
 /// for the price of a few multiplications.
@@ -107,15 +110,11 @@ class message : public work_item {
   /// sent.
   std::uint8_t relayed = 0;
 
- private:
-  [[maybe_unused]] std::uint64_t padding_ =
-      0;  // puts the payload on a 16-byte boundary (see below)
-
- public:
   message_header header;  // last member: the payload follows it in the same block
 };
 // Blocks come from operator new (16-byte aligned); with the header ending at a multiple of
-// 16 the payload is 16-byte aligned too, so bulk data can be used in place.
+// 16 (the fields before it take 24 bytes) the payload is 16-byte aligned too, so bulk data
+// can be used in place.
 static_assert(sizeof(message) % 16 == 0);
 
 /// The largest payload a block holds (about 4 GiB: a block's capacity is 32 bits).

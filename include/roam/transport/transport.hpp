@@ -83,6 +83,17 @@ class transport {
   /// first entry that differs. Collective over all processes; called before any traffic.
   virtual void validate_fingerprint(const std::string& fingerprint) = 0;
 
+  /// The steady clock of the job's first process as this process sees it (for traces):
+  /// `offset_ns` is this process's steady clock minus the first process's, `epoch_ns` a
+  /// reading of the first process's clock taken during the call. Collective over all
+  /// processes; call before any traffic. Under MPI the offset comes from the fastest of
+  /// several round trips to the first process (Cristian's method): it is off by at most
+  /// half that round trip.
+  struct clock_alignment {
+    std::int64_t offset_ns = 0;
+    std::int64_t epoch_ns = 0;
+  };
+  virtual clock_alignment align_clocks() = 0;
   /// Fault injection for tests: ships `bytes` to node `dest` exactly as given, as if they
   /// were a message. The receiver validates them like any arriving message.
   virtual void send_raw_for_testing(node_id dest, std::vector<std::byte> bytes) = 0;
