@@ -1,5 +1,6 @@
 #include <roam/core/detail/fiber.hpp>
 #include <roam/core/detail/grace_period.hpp>
+#include <roam/trace/detail/recorder.hpp>
 
 #include <roam/core/detail/aggregation.hpp>
 
@@ -574,12 +575,16 @@ void suspend(void (*park)(fiber*, void*), void* arg) {
   flush_thread_lanes();
   thread_state& s = state();
   if (s.current == nullptr) fatal("internal error: suspend() called off a fiber");
+  // The handlers open on this fiber end a run here and start another where it resumes
+  // (the chain lives on this fiber's stack).
+  trace::open_handler* const traced = trace::on() ? trace::suspend_handlers() : nullptr;
   if (s.current == s.loop) {
     hand_over_loop(park, arg);
-    return;
+  } else {
+    switch_request request{false, park, arg, s.current};
+    leave(&request);
   }
-  switch_request request{false, park, arg, s.current};
-  leave(&request);
+  if (traced != nullptr) trace::resume_handlers(traced);
 }
 
 void resume_later(fiber* f) noexcept {

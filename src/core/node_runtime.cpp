@@ -12,6 +12,7 @@
 #include <roam/core/detail/function_symbol.hpp>
 #include <roam/core/detail/handler_registry.hpp>
 #include <roam/core/runtime.hpp>
+#include <roam/trace/detail/recorder.hpp>
 
 #include <cxxabi.h>
 
@@ -350,6 +351,17 @@ void node_runtime::execute(work_item* w) {
     fatal(describe(h) +
           ": a channel handler arrived as a message of its own; channel messages "
           "travel only inside bundles (corrupt message, or a different binary?)");
+  trace::open_handler traced;
+  const bool tracing = trace::on();
+  if (tracing) [[unlikely]] {
+    traced.run.handler = h.handler;
+    traced.run.function = h.function;
+    traced.run.node = self.id();
+    traced.run.bytes =
+        static_cast<std::uint32_t>(std::min<std::uint64_t>(h.payload_size, UINT32_MAX));
+    traced.run.flow = h.flow;
+    trace::begin_handler(traced);
+  }
   try {
     e->invoke(self, m);
   } catch (const deserialization_error& ex) {
@@ -360,6 +372,8 @@ void node_runtime::execute(work_item* w) {
   } catch (...) {
     fatal(describe(h) + ": the handler threw an exception not derived from std::exception");
   }
+  if (tracing) [[unlikely]]
+    trace::end_handler(traced);
   if (!(h.flags & flag_system)) self.handled.fetch_add(1);
 }
 
@@ -498,6 +512,8 @@ void post(node_runtime& from, message_ptr m) {
 
 void post_counted(node_runtime& from, message_ptr m) noexcept {
   m->header.source = from.id();
+  if (trace::on()) [[unlikely]]
+    trace_send(from, *m);
   if (m->header.dest == from.id()) {
     from.accept_local(std::move(m));
     return;

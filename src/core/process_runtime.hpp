@@ -1,6 +1,7 @@
 // Everything one process holds while roam::run is active.
 #pragma once
 
+#include "job_trace.hpp"
 #include "node_runtime.hpp"
 #include "route_grid.hpp"
 #include "shutdown_protocol.hpp"
@@ -64,6 +65,7 @@ class process_runtime {
   route_grid grid_;
   std::vector<std::unique_ptr<node_runtime>> nodes_;
   std::unique_ptr<shutdown_protocol> shutdown_;
+  std::unique_ptr<job_trace> trace_;  ///< --roam-trace
   std::thread comm_thread_;
   std::atomic<bool> comm_stop_{false};
   /// The nodes are stopping: what still arrives (uncounted messages a peer sent before

@@ -8,6 +8,7 @@
 #include <roam/core/detail/function_table.hpp>
 #include <roam/core/detail/handler_registry.hpp>
 #include <roam/core/runtime.hpp>
+#include <roam/trace/detail/recorder.hpp>
 #include <roam/transport/detail/backends.hpp>
 
 #include <pthread.h>
@@ -116,6 +117,7 @@ process_runtime::process_runtime(const config& cfg) : config_(cfg) {
       std::to_string(cfg.send_window_bytes) + " (--roam-send-window)\n" + "routing " +
       (routes_ ? "on" : "off") + " (--roam-route-min-nodes, --roam-aggregate-bytes)\n";
   transport_->validate_fingerprint(fingerprint);
+  trace_ = std::make_unique<job_trace>(cfg, *transport_, rank(), ranks());
 
   scheduler::options opt;
   opt.workers = default_workers(cfg, *transport_, transport_->processes_on_host());
@@ -171,7 +173,9 @@ void process_runtime::stop() {
     comm_thread_.join();
   }
   transport_->drain();
+  trace_->write_part();
   transport_->process_barrier();
+  trace_->merge();
 }
 
 void process_runtime::comm_thread_main() {
@@ -265,6 +269,7 @@ int run_spmd(const config& cfg, std::function<void()> body) {
     bind_thread_to_node(&n);
     mark_application_thread(true);
     try {
+      const trace::region_scope traced("roam::run body", n.id());
       body();
     } catch (const std::exception& e) {
       fatal("the application body threw " + type_name_of(typeid(e)) + ": " + e.what());

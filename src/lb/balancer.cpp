@@ -5,9 +5,11 @@
 #include "load_statistics.hpp"
 
 #include <roam/lb/policy.hpp>
+#include <roam/trace/detail/recorder.hpp>
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <condition_variable>
 #include <ctime>
@@ -177,6 +179,7 @@ struct node_balancer {
 
   void run_balance() {
     {
+      const detail::trace::region_scope traced("load balancing round", detail::id_of(n));
       const internal::overhead_scope accounted(n);
       try {
         the_policy->balance();
@@ -186,6 +189,15 @@ struct node_balancer {
       }
     }
     balance_calls.fetch_add(1, std::memory_order_relaxed);
+    if (detail::trace::on()) [[unlikely]] {
+      detail::trace::event load;
+      load.kind = detail::trace::event_kind::counter;
+      load.begin_ns = detail::trace::now_ns();
+      load.label = "load";
+      load.node = detail::id_of(n);
+      load.value = std::bit_cast<std::uint64_t>(detail::resident_load(n));
+      detail::trace::record(load);
+    }
     last.store(clock_type::now().time_since_epoch().count(), std::memory_order_relaxed);
   }
 

@@ -10,6 +10,7 @@
 #include <roam/base/detail/message_text.hpp>
 #include <roam/base/error.hpp>
 #include <roam/core/detail/handler_registry.hpp>
+#include <roam/trace/detail/recorder.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -139,6 +140,8 @@ ship_result ship(node_runtime& n, object_entry& e, node_id dest,
   }
   w.finish();
   std::memcpy(out->payload(), &ih, sizeof ih);
+  if (trace::on()) [[unlikely]]
+    trace_migration(n, result.id, dest);
   post(n, std::move(out));
   notify_load(n, e.id());
   return result;
@@ -335,6 +338,8 @@ void receive_migrated_object(node_runtime& n, message_ptr& m, object_unpack_func
                                 ":" + std::to_string(ih.id.index) + " of type #" +
                                 std::to_string(ih.id.type) + " but carries type #" +
                                 std::to_string(m->header.handler));
+  if (trace::on()) [[unlikely]]
+    trace_object(ih.id);
   installation inst;
   inst.id = ih.id;
   inst.version = ih.version;

@@ -68,6 +68,11 @@ void recount_load(node_runtime& n, object_state& s, double cost, std::uint32_t c
 void notify_load(node_runtime& n, const object_id& id) noexcept;
 
 /// A message that cannot reach its object: an object_error for call(), fatal for send().
+/// Tracing: the handler open on the calling thread runs on `target`.
+void trace_object(const object_id& target) noexcept;
+/// Tracing: `id` leaves node `n` for node `dest`.
+void trace_migration(const node_runtime& n, const object_id& id, node_id dest) noexcept;
+
 void fail_object_message(node_runtime& n, message_ptr& m, const object_message_header& oh,
                          const std::string& problem);
 

@@ -22,11 +22,14 @@
 
 #include <roam/core/detail/function_symbol.hpp>
 #include <roam/core/detail/handler_registry.hpp>
+#include <roam/trace/detail/recorder.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 namespace roam::detail {
 
@@ -105,6 +108,47 @@ std::string object_type_name(std::uint32_t type) {
   if (at != std::string_view::npos && name.back() == '>')
     name = name.substr(at + prefix.size(), name.size() - at - prefix.size() - 1);
   return std::string(name);
+}
+
+namespace {
+
+// A type's name for the trace, which keeps names as pointers to text that lives as long as
+// the process. Traced jobs only.
+const char* traced_type_name(std::uint32_t type) {
+  static std::mutex lock;
+  static std::unordered_map<std::uint32_t, std::string> names;
+  std::lock_guard guard(lock);
+  auto [at, added] = names.try_emplace(type);
+  if (added) at->second = object_type_name(type);
+  return at->second.c_str();
+}
+
+}  // namespace
+
+void trace_object(const object_id& target) noexcept {
+  trace::open_handler* h = trace::innermost_handler();
+  if (h == nullptr) return;
+  h->run.value = target.index;
+  h->run.object_home = target.home;
+  try {
+    h->run.type = traced_type_name(target.type);
+  } catch (...) {  // no memory for the name: the event names the object without its type
+  }
+}
+
+void trace_migration(const node_runtime& n, const object_id& id, node_id dest) noexcept {
+  trace::event e;
+  e.kind = trace::event_kind::migration;
+  e.begin_ns = trace::now_ns();
+  e.node = id_of(n);
+  e.value = id.index;
+  e.object_home = id.home;
+  e.handler = dest;
+  try {
+    e.type = traced_type_name(id.type);
+  } catch (...) {  // no memory for the name: the event names the object without its type
+  }
+  trace::record(e);
 }
 
 std::string describe_object(const object_id& id) {
@@ -575,6 +619,8 @@ gate_result pass_gates(node_runtime& n, object_entry& e, message_ptr& m, object_
 
 void deliver_object_message(node_runtime& n, message_ptr& m, object_run_function run) {
   object_message_header oh = checked_header(n, *m);
+  if (trace::on()) [[unlikely]]
+    trace_object(oh.target);
   directory& dir = directory_of(n);
   for (;;) {
     // A granted message's entry stays: its grant keeps the object from being destroyed.

@@ -12,6 +12,7 @@
 
 #include <roam/am/send.hpp>
 #include <roam/core/runtime.hpp>
+#include <roam/trace/detail/recorder.hpp>
 
 #include <algorithm>
 #include <optional>
@@ -159,6 +160,7 @@ std::optional<T> tree_reduce(const char* caller, T value, Op op, node_id root) {
       std::is_pointer_v<Op> || (std::is_empty_v<Op> && std::is_default_constructible_v<Op>),
       "roam: reduction operators must be functions or stateless function objects or lambdas");
   auto& n = collective_node(caller, root);
+  const trace::region_scope traced(caller, id_of(n));
   const std::uint64_t seq = next_collective_sequence(n);
   contribute<T, Op, All>(n, seq, root, op, std::move(value));
   return finish<T>(n, seq);
@@ -243,6 +245,7 @@ std::vector<T> allgather(T value) {
 template <class T>
 T broadcast_value(T value, node_id root = 0) {
   auto& n = detail::collective_node("roam::broadcast_value", root);
+  const detail::trace::region_scope traced("roam::broadcast_value", detail::id_of(n));
   const std::uint64_t seq = detail::next_collective_sequence(n);
   if (detail::id_of(n) == root) detail::release<T>(n, seq, root, std::move(value));
   return *detail::finish<T>(n, seq);

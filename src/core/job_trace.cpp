@@ -1,0 +1,176 @@
+#include "job_trace.hpp"
+
+#include "node_runtime.hpp"
+
+#include <roam/base/detail/fatal.hpp>
+#include <roam/base/detail/message_text.hpp>
+#include <roam/core/detail/function_symbol.hpp>
+#include <roam/trace/detail/recorder.hpp>
+#include <roam/trace/trace_settings.hpp>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+namespace roam::detail {
+
+namespace {
+
+// The top-level arguments of `name`'s template, when it is `wrapper<...>`.
+std::vector<std::string> template_arguments(std::string_view name, std::string_view wrapper) {
+  if (name.substr(0, wrapper.size()) != wrapper || name.size() < wrapper.size() + 2 ||
+      name[wrapper.size()] != '<' || name.back() != '>')
+    return {};
+  std::vector<std::string> out(1);
+  int depth = 0;
+  for (const char c : name.substr(wrapper.size() + 1, name.size() - wrapper.size() - 2)) {
+    if (c == '<' || c == '(') ++depth;
+    if (c == '>' || c == ')') --depth;
+    if (c == ',' && depth == 0) {
+      out.emplace_back();
+      continue;
+    }
+    if (!(c == ' ' && out.back().empty())) out.back() += c;
+  }
+  return out;
+}
+
+void erase_all(std::string& text, std::string_view part) {
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at))
+    text.erase(at, part.size());
+}
+
+}  // namespace
+
+std::string trace_handler_name(std::string registered) {
+  erase_all(registered, "roam::detail::");
+  erase_all(registered, "{anonymous}::");
+  erase_all(registered, "(anonymous namespace)::");
+  if (auto a = template_arguments(registered, "method_kind"); a.size() == 3 && a[0][0] == '&')
+    return a[0].substr(1);
+  if (auto a = template_arguments(registered, "callable_kind"); a.size() == 3)
+    return "callable on " + a[2];
+  if (auto a = template_arguments(registered, "constructor_handler"); !a.empty())
+    return "construct " + a[0];
+  if (auto a = template_arguments(registered, "mobile_type"); a.size() == 1)
+    return "install " + a[0];
+  return registered;
+}
+
+std::string trace_part_file(const std::string& file, node_id rank) {
+  return rank == 0 ? file : file + ".part" + std::to_string(rank);
+}
+
+std::string trace_file_of_run(const std::string& file, unsigned run) {
+  if (run <= 1) return file;
+  const auto slash = file.rfind('/');
+  auto dot = file.rfind('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash) || dot == 0 ||
+      (slash != std::string::npos && dot == slash + 1))
+    dot = file.size();
+  return file.substr(0, dot) + ".run" + std::to_string(run) + file.substr(dot);
+}
+
+job_trace::job_trace(const config& cfg, transport& net, node_id rank, node_id ranks)
+    : rank_(rank), ranks_(ranks) {
+  const auto& settings = cfg.of<roam::trace::trace_settings>();
+  if (settings.file.empty()) return;
+  // Every process makes the same runs (SPMD): they agree on the count.
+  static unsigned traced_runs = 0;
+  file_ = trace_file_of_run(settings.file, ++traced_runs);
+  const std::string mine = trace_part_file(file_, rank);
+  out_.open(mine, std::ios::out | std::ios::trunc);
+  if (!out_)
+    fatal("cannot write the trace file '" + mine + "' (--roam-trace): " + std::strerror(errno));
+  const transport::clock_alignment clocks = net.align_clocks();
+  shift_ns_ = -(clocks.offset_ns + clocks.epoch_ns);
+  if (rank == 0)
+    // The first element: every later one (here and in the parts) starts with a comma.
+    out_ << "{\"traceEvents\":[\n{\"ph\":\"i\",\"s\":\"g\",\"cat\":\"roam\",\"name\":\"clocks "
+            "aligned\",\"pid\":1,\"tid\":0,\"ts\":0.000}";
+  trace::start(rank, settings.event_limit);
+  active_ = true;
+}
+
+job_trace::~job_trace() {
+  if (active_) trace::stop();
+}
+
+void job_trace::write_part() {
+  if (!active_) return;
+  trace::stop();
+  trace::trace_layout layout;
+  layout.handler_name = [](std::uint32_t handler, std::uint64_t function) {
+    return trace_handler_name(handler_display_name(handler, function));
+  };
+  layout.shift_ns = shift_ns_;
+  const trace::written w = trace::write_events(out_, layout);
+  events_ = w.events;
+  dropped_ = w.dropped;
+  if (rank_ != 0)
+    out_.close();
+  else
+    out_.flush();
+  if (!out_)
+    std::fprintf(stderr, "%s\n",
+                 error_text("error: writing the trace file '" + trace_part_file(file_, rank_) +
+                            "' failed (--roam-trace): the trace is incomplete")
+                     .c_str());
+  if (dropped_ != 0)
+    std::fprintf(
+        stderr, "%s\n",
+        error_text("warning: the trace of rank " + std::to_string(rank_) + " left out " +
+                   std::to_string(dropped_) + " events: threads reached --roam-trace-limit (" +
+                   std::to_string(events_) + " kept); the trace marks where")
+            .c_str());
+}
+
+void job_trace::merge() {
+  if (!active_ || rank_ != 0) return;
+  active_ = false;
+  std::string missing;
+  for (node_id r = 1; r < ranks_; ++r) {
+    const std::string part = trace_part_file(file_, r);
+    std::ifstream in(part, std::ios::in | std::ios::binary);
+    if (!in) {
+      missing += (missing.empty() ? "" : ", ") + part;
+      continue;
+    }
+    if (in.peek() != std::ifstream::traits_type::eof()) out_ << in.rdbuf();
+    in.close();
+    std::remove(part.c_str());
+  }
+  out_ << "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"roam\",\"ranks\":" << ranks_
+       << "}}\n";
+  out_.close();
+  if (!out_)
+    std::fprintf(stderr, "%s\n",
+                 error_text("error: writing the trace file '" + file_ +
+                            "' failed (--roam-trace): the trace is incomplete")
+                     .c_str());
+  if (!missing.empty())
+    std::fprintf(stderr, "%s\n",
+                 error_text("warning: the trace '" + file_ + "' lacks the parts " + missing +
+                            ": rank 0 cannot read them (written on another file system?); "
+                            "merge them with tools/trace_merge.py")
+                     .c_str());
+}
+
+void trace_send(const node_runtime& from, message& m) noexcept {
+  message_header& h = m.header;
+  if (h.flow != 0) return;  // forwarded: the arrow runs from its first send
+  h.flow = trace::new_flow();
+  if (h.flow == 0) return;
+  trace::event e;
+  e.kind = trace::event_kind::send;
+  e.begin_ns = trace::now_ns();
+  e.flow = h.flow;
+  e.node = from.id();
+  e.value = h.dest;
+  e.bytes = static_cast<std::uint32_t>(std::min<std::uint64_t>(h.payload_size, UINT32_MAX));
+  trace::record(e);
+}
+
+}  // namespace roam::detail
