@@ -1,6 +1,7 @@
 #include "job_trace.hpp"
 
 #include "node_runtime.hpp"
+#include "process_runtime.hpp"
 
 #include <roam/base/detail/fatal.hpp>
 #include <roam/base/detail/message_text.hpp>
@@ -8,9 +9,11 @@
 #include <roam/trace/detail/recorder.hpp>
 #include <roam/trace/trace_settings.hpp>
 
+#include <bit>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string_view>
 #include <vector>
 
@@ -78,8 +81,8 @@ job_trace::job_trace(const config& cfg, transport& net, node_id rank, node_id ra
   const auto& settings = cfg.of<roam::trace::trace_settings>();
   if (settings.file.empty()) return;
   // Every process makes the same runs (SPMD): they agree on the count.
-  static unsigned traced_runs = 0;
-  file_ = trace_file_of_run(settings.file, ++traced_runs);
+  static std::map<std::string, unsigned> runs_per_file;
+  file_ = trace_file_of_run(settings.file, ++runs_per_file[settings.file]);
   const std::string mine = trace_part_file(file_, rank);
   out_.open(mine, std::ios::out | std::ios::trunc);
   if (!out_)
@@ -158,7 +161,25 @@ void job_trace::merge() {
                      .c_str());
 }
 
-void trace_send(const node_runtime& from, message& m) noexcept {
+void trace_counters(node_runtime& n) noexcept {
+  const std::uint64_t now = trace::now_ns();
+  std::uint64_t last = n.trace_sampled_ns.load(std::memory_order_relaxed);
+  if (now - last < 1000000 ||
+      !n.trace_sampled_ns.compare_exchange_strong(last, now, std::memory_order_relaxed))
+    return;
+  trace::event e;
+  e.kind = trace::event_kind::counter;
+  e.begin_ns = now;
+  e.node = n.id();
+  e.label = "arrivals waiting";
+  e.value = std::bit_cast<std::uint64_t>(static_cast<double>(n.waiting_arrivals()));
+  trace::record(e);
+  e.label = "process's unsent bytes";
+  e.value = std::bit_cast<std::uint64_t>(static_cast<double>(n.process().net().unsent_bytes()));
+  trace::record(e);
+}
+
+void trace_send(node_runtime& from, message& m) noexcept {
   message_header& h = m.header;
   if (h.flow != 0) return;  // forwarded: the arrow runs from its first send
   h.flow = trace::new_flow();
@@ -171,6 +192,7 @@ void trace_send(const node_runtime& from, message& m) noexcept {
   e.value = h.dest;
   e.bytes = static_cast<std::uint32_t>(std::min<std::uint64_t>(h.payload_size, UINT32_MAX));
   trace::record(e);
+  trace_counters(from);
 }
 
 }  // namespace roam::detail

@@ -44,8 +44,8 @@ class job_trace {
   std::uint64_t dropped_ = 0;
 };
 
-/// The trace file of a process's `run`th traced roam::run (from 1): `file` for the first,
-/// then "trace.run2.json" for "trace.json", "trace.run3" for "trace".
+/// The trace file of a process's `run`th roam::run traced to `file` (from 1): `file` for
+/// the first, then "trace.run2.json" for "trace.json", "trace.run3" for "trace".
 std::string trace_file_of_run(const std::string& file, unsigned run);
 
 /// The file of process `rank`'s part of the trace `file` (the trace itself for rank 0).
@@ -58,6 +58,10 @@ std::string trace_handler_name(std::string registered);
 
 /// Records that `m` leaves `from` (a flow to its handler). Tracing only; a forwarded message
 /// keeps the flow of its first send.
-void trace_send(const node_runtime& from, message& m) noexcept;
+void trace_send(node_runtime& from, message& m) noexcept;
+
+/// Records the counters of node `n` (arrivals waiting for a worker, and the bytes its
+/// process has not yet sent), at most once a millisecond per node. Tracing only.
+void trace_counters(node_runtime& n) noexcept;
 
 }  // namespace roam::detail

@@ -338,6 +338,36 @@ void node_runtime::queue_admitted_arrival(message_ptr m) noexcept {
   scheduler_.push_arrival(m.release());
 }
 
+namespace {
+
+// Runs a message's handler; what it throws ends the job, naming the handler.
+void invoke_handler(node_runtime& self, const handler_entry& e, const message_header& h,
+                    message_ptr& m) {
+  try {
+    e.invoke(self, m);
+  } catch (const deserialization_error& ex) {
+    fatal("malformed payload for " + describe(h) + " (" + std::to_string(h.payload_size) +
+          " payload bytes): " + exception_text(ex));
+  } catch (const std::exception& ex) {
+    fatal(describe(h) + ": the handler threw " + type_name_of(typeid(ex)) + ": " + ex.what());
+  } catch (...) {
+    fatal(describe(h) + ": the handler threw an exception not derived from std::exception");
+  }
+}
+
+// invoke_handler() recorded as a handler run. Out of line: the untraced path neither makes
+// nor zeroes the run's record.
+[[gnu::noinline]] void invoke_traced(node_runtime& self, const handler_entry& e,
+                                     const message_header& h, message_ptr& m) {
+  trace::open_handler traced;
+  trace_counters(self);
+  trace::begin_message_handler(traced, h.handler, h.function, self.id(), h.payload_size, h.flow);
+  invoke_handler(self, e, h, m);
+  trace::end_handler(traced);
+}
+
+}  // namespace
+
 void node_runtime::execute(work_item* w) {
   message_ptr m(static_cast<message*>(w));
   node_runtime& self = *tl_node;
@@ -351,29 +381,10 @@ void node_runtime::execute(work_item* w) {
     fatal(describe(h) +
           ": a channel handler arrived as a message of its own; channel messages "
           "travel only inside bundles (corrupt message, or a different binary?)");
-  trace::open_handler traced;
-  const bool tracing = trace::on();
-  if (tracing) [[unlikely]] {
-    traced.run.handler = h.handler;
-    traced.run.function = h.function;
-    traced.run.node = self.id();
-    traced.run.bytes =
-        static_cast<std::uint32_t>(std::min<std::uint64_t>(h.payload_size, UINT32_MAX));
-    traced.run.flow = h.flow;
-    trace::begin_handler(traced);
-  }
-  try {
-    e->invoke(self, m);
-  } catch (const deserialization_error& ex) {
-    fatal("malformed payload for " + describe(h) + " (" + std::to_string(h.payload_size) +
-          " payload bytes): " + exception_text(ex));
-  } catch (const std::exception& ex) {
-    fatal(describe(h) + ": the handler threw " + type_name_of(typeid(ex)) + ": " + ex.what());
-  } catch (...) {
-    fatal(describe(h) + ": the handler threw an exception not derived from std::exception");
-  }
-  if (tracing) [[unlikely]]
-    trace::end_handler(traced);
+  if (trace::on()) [[unlikely]]
+    invoke_traced(self, *e, h, m);
+  else
+    invoke_handler(self, *e, h, m);
   if (!(h.flags & flag_system)) self.handled.fetch_add(1);
 }
 

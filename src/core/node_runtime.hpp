@@ -104,6 +104,8 @@ class node_runtime {
   std::size_t extension_count = 0;  ///< registered when the node was made
 
   ready_flag stop;  ///< the job is quiescent and shuts down (shutdown_protocol)
+  /// When the trace last sampled this node's counters (trace_counters), in steady-clock ns.
+  std::atomic<std::uint64_t> trace_sampled_ns{0};
 
  private:
   process_runtime& process_;

@@ -329,7 +329,9 @@ void install_object(node_runtime& n, installation inst) {
   notify_load(n, inst.id);
 }
 
-void receive_migrated_object(node_runtime& n, message_ptr& m, object_unpack_function unpack) {
+namespace {
+
+void install_migrated_object(node_runtime& n, message_ptr& m, object_unpack_function unpack) {
   message_reader r(m);
   install_wire ih;
   r.read(&ih, sizeof ih);
@@ -368,6 +370,23 @@ void receive_migrated_object(node_runtime& n, message_ptr& m, object_unpack_func
     request.flags = flag_wants_reply;
     run_and_reply<void>(n, request, "roam::migrate", [] {});
   }
+}
+
+}  // namespace
+
+void receive_migrated_object(node_runtime& n, message_ptr& m, object_unpack_function unpack,
+                             bool arriving) {
+  if (arriving && trace::on()) [[unlikely]] {
+    // Installed by the thread that delivers it, not by a handler: a run of its own in the
+    // trace, where the arrow from the old node ends.
+    trace::open_handler traced;
+    const message_header& h = m->header;
+    trace::begin_message_handler(traced, h.handler, h.function, id_of(n), h.payload_size, h.flow);
+    install_migrated_object(n, m, unpack);
+    trace::end_handler(traced);
+    return;
+  }
+  install_migrated_object(n, m, unpack);
 }
 
 // ---- the callers' side --------------------------------------------------------------------

@@ -2,8 +2,10 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
+#include <climits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -111,6 +113,16 @@ void begin_handler(open_handler& h) noexcept {
   h.outer = s.innermost;
   s.innermost = &h;
   h.run.begin_ns = now_ns();
+}
+
+void begin_message_handler(open_handler& h, std::uint32_t handler, std::uint64_t function,
+                           std::uint32_t node, std::uint64_t bytes, std::uint64_t flow) noexcept {
+  h.run.handler = handler;
+  h.run.function = function;
+  h.run.node = node;
+  h.run.bytes = static_cast<std::uint32_t>(std::min<std::uint64_t>(bytes, UINT32_MAX));
+  h.run.flow = flow;
+  begin_handler(h);
 }
 
 void end_handler(open_handler& h) noexcept {

@@ -51,7 +51,7 @@ struct mobile_type {
   /// bring counts at once (a balancer asking for work sees what it got) and their messages
   /// need not wait for a worker of a busy node.
   static bool admit(node_runtime& n, message_ptr& m) {
-    receive_migrated_object(n, m, &unpack);
+    receive_migrated_object(n, m, &unpack, true);
     note_handled(n);
     return true;
   }

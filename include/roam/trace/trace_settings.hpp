@@ -15,7 +15,8 @@ struct trace_settings {
   /// The Chrome/Perfetto trace-event JSON file the job writes at its end; empty: no trace
   /// (the default). Under MPI each rank writes `<file>.part<rank>` beside it and rank 0
   /// merges them into `<file>` (--roam-trace). A process's later runs (roam::run called
-  /// again) write `<stem>.run2<extension>`, `<stem>.run3<extension>` and so on.
+  /// again) with the same file write `<stem>.run2<extension>`, `<stem>.run3<extension>`
+  /// and so on.
   std::string file;
   /// Events each thread records at most; later ones are counted, not kept, and the trace
   /// and standard error say so (--roam-trace-limit). An event takes 88 bytes while the job

@@ -114,8 +114,11 @@ object_id create_remote_object(node_runtime& n, std::uint32_t type, node_id wher
 /// Installs an object built by a construction message on `n`.
 void install_constructed_object(node_runtime& n, const object_id& id,
                                 std::unique_ptr<object_box> box);
-/// The invoke function of a mobile type's install handler: unpacks a migrated object.
-void receive_migrated_object(node_runtime& n, message_ptr& m, object_unpack_function unpack);
+/// The invoke and admit functions of a mobile type's install handler: unpacks a migrated
+/// object. `arriving`: called by its admission, on the delivering thread (traced as a run of
+/// its own).
+void receive_migrated_object(node_runtime& n, message_ptr& m, object_unpack_function unpack,
+                             bool arriving = false);
 
 /// The cost the calling thread gives the messages it sends to objects (roam::send_cost).
 float& current_send_cost() noexcept;

@@ -76,6 +76,10 @@ struct open_handler {
 };
 /// Opens `h` (its `run` filled in but for begin_ns) on the calling thread.
 void begin_handler(open_handler& h) noexcept;
+/// begin_handler() for the run of a message's handler: the message's handler id, function
+/// token, node, payload bytes (saturated) and flow.
+void begin_message_handler(open_handler& h, std::uint32_t handler, std::uint64_t function,
+                           std::uint32_t node, std::uint64_t bytes, std::uint64_t flow) noexcept;
 /// Records and closes `h`, the calling thread's innermost open handler.
 void end_handler(open_handler& h) noexcept;
 /// The calling thread's innermost open handler, or nullptr (to add the object it runs on).
