@@ -9,6 +9,7 @@
 //       [--mode oneshot|iterative|adaptive] [--iterations 5] [--placement spread|node0]
 //       [--out DIR]
 //       [--policies none,diffusion,master_worker,greedy_refine]
+//       [--roam-trace DIR/run.json]   one trace per policy: DIR/run_<mode>_<policy>.json
 //
 // In one process by default (--nodes virtual nodes); under mpiexec, one node per rank.
 // `sleep` units block their worker (std::this_thread::sleep_for), so many virtual workers
@@ -163,6 +164,13 @@ result run_policy(const settings& s, const std::string& policy, bool mpi,
   cfg.of<roam::lb::policy_settings>().threshold = s.threshold > 0 ? s.threshold : 2.0 * s.workers;
   if (policy == "greedy_refine")
     cfg.of<roam::lb::policy_settings>().period_us = 5000;  // a global round costs more
+  // --roam-trace run.json: one trace per policy, run_<mode>_<policy>.json.
+  if (std::string& trace = cfg.of<roam::trace::trace_settings>().file; !trace.empty()) {
+    const std::filesystem::path path(trace);
+    trace = (path.parent_path() /
+             (path.stem().string() + "_" + s.mode + "_" + policy + path.extension().string()))
+                .string();
+  }
   cfg.of<roam::lb::policy_settings>().tolerance = 0.05;
   unit_ms = s.unit_ms;
   sleep_work = s.sleep;
