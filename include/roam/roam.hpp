@@ -20,4 +20,5 @@
 #include <roam/task/mutex.hpp>
 #include <roam/task/tasklet.hpp>
 #include <roam/task/this_task.hpp>
+#include <roam/trace/trace_settings.hpp>
 #include <roam/transport/node_id.hpp>

@@ -161,8 +161,7 @@ void job_trace::merge() {
                      .c_str());
 }
 
-void trace_counters(node_runtime& n) noexcept {
-  const std::uint64_t now = trace::now_ns();
+void trace_counters(node_runtime& n, std::uint64_t now) noexcept {
   std::uint64_t last = n.trace_sampled_ns.load(std::memory_order_relaxed);
   if (now - last < 1000000 ||
       !n.trace_sampled_ns.compare_exchange_strong(last, now, std::memory_order_relaxed))
@@ -192,7 +191,7 @@ void trace_send(node_runtime& from, message& m) noexcept {
   e.value = h.dest;
   e.bytes = static_cast<std::uint32_t>(std::min<std::uint64_t>(h.payload_size, UINT32_MAX));
   trace::record(e);
-  trace_counters(from);
+  trace_counters(from, e.begin_ns);
 }
 
 }  // namespace roam::detail

@@ -61,7 +61,8 @@ std::string trace_handler_name(std::string registered);
 void trace_send(node_runtime& from, message& m) noexcept;
 
 /// Records the counters of node `n` (arrivals waiting for a worker, and the bytes its
-/// process has not yet sent), at most once a millisecond per node. Tracing only.
-void trace_counters(node_runtime& n) noexcept;
+/// process has not yet sent) at `now_ns` (the steady clock), at most once a millisecond per
+/// node. Tracing only.
+void trace_counters(node_runtime& n, std::uint64_t now_ns) noexcept;
 
 }  // namespace roam::detail

@@ -360,8 +360,8 @@ void invoke_handler(node_runtime& self, const handler_entry& e, const message_he
 [[gnu::noinline]] void invoke_traced(node_runtime& self, const handler_entry& e,
                                      const message_header& h, message_ptr& m) {
   trace::open_handler traced;
-  trace_counters(self);
   trace::begin_message_handler(traced, h.handler, h.function, self.id(), h.payload_size, h.flow);
+  trace_counters(self, traced.run.begin_ns);
   invoke_handler(self, e, h, m);
   trace::end_handler(traced);
 }
