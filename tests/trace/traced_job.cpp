@@ -57,6 +57,9 @@ int main(int argc, char** argv) {
       roam::migrate(b, 1 % nodes).get();
       if (b.call<&box::get>().get() != 0) std::abort();
     }
+    // Every application thread's sends are made before the barrier ends; quiescence then
+    // covers what they set off.
+    roam::barrier();
     roam::wait_quiescence();
     const long total =
         roam::allreduce(counted[me % 64].load(), [](long a, long b) { return a + b; });
