@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -234,21 +235,35 @@ class event_writer {
     out_ << '}';
   }
 
-  void handler(const event& e, std::uint32_t thread) {
-    out_ << ",\n{\"ph\":\"X\",\"cat\":\"handler\",\"name\":";
-    write_json_string(out_, name_of(e.handler, e.function));
+  // ",\n{" and the fields every slice and instant starts with. `phase`: "X" (a slice) or
+  // "i" (an instant on its thread's track).
+  void begin_event(const char* phase, const char* category, std::string_view name,
+                   std::uint32_t node, std::uint32_t thread, std::uint64_t ns) {
+    out_ << ",\n{\"ph\":\"" << phase << (phase[0] == 'i' ? "\",\"s\":\"t" : "") << "\",\"cat\":\""
+         << category << "\",\"name\":";
+    write_json_string(out_, name);
     out_ << ',';
-    place(e.node, thread);
-    stamp("ts", e.begin_ns);
+    place(node, thread);
+    stamp("ts", ns);
+  }
+  void duration(const event& e) {
     out_ << ",\"dur\":";
     write_time(out_, static_cast<std::int64_t>(e.end_ns - e.begin_ns));
-    out_ << ",\"args\":{\"bytes\":" << e.bytes << ",\"part\":" << e.part;
-    if (e.value != 0)  // an object's id as roam's messages name it: home:index
-      out_ << ",\"object\":\"" << e.object_home << ':' << e.value << '"';
+  }
+  // An object's id as roam's messages name it (home:index), and its type when known.
+  void object(const event& e) {
+    out_ << ",\"object\":\"" << e.object_home << ':' << e.value << '"';
     if (e.type != nullptr) {
       out_ << ",\"type\":";
       write_json_string(out_, e.type);
     }
+  }
+
+  void handler(const event& e, std::uint32_t thread) {
+    begin_event("X", "handler", name_of(e.handler, e.function), e.node, thread, e.begin_ns);
+    duration(e);
+    out_ << ",\"args\":{\"bytes\":" << e.bytes << ",\"part\":" << e.part;
+    if (e.value != 0) object(e);
     out_ << "}}";
     if (e.flow != 0)
       flow('f', e.part == 0 ? "message" : "resume", e.flow, e.node, thread, e.begin_ns);
@@ -259,22 +274,13 @@ class event_writer {
   }
 
   void region(const event& e, std::uint32_t thread) {
-    out_ << ",\n{\"ph\":\"X\",\"cat\":\"roam\",\"name\":";
-    write_json_string(out_, e.label);
-    out_ << ',';
-    place(e.node, thread);
-    stamp("ts", e.begin_ns);
-    out_ << ",\"dur\":";
-    write_time(out_, static_cast<std::int64_t>(e.end_ns - e.begin_ns));
+    begin_event("X", "roam", e.label, e.node, thread, e.begin_ns);
+    duration(e);
     out_ << '}';
   }
 
   void instant(const event& e, std::uint32_t thread) {
-    out_ << ",\n{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"roam\",\"name\":";
-    write_json_string(out_, e.label);
-    out_ << ',';
-    place(e.node, thread);
-    stamp("ts", e.begin_ns);
+    begin_event("i", "roam", e.label, e.node, thread, e.begin_ns);
     out_ << ",\"args\":{\"value\":" << e.value << "}}";
   }
 
@@ -287,23 +293,14 @@ class event_writer {
   }
 
   void migration(const event& e, std::uint32_t thread) {
-    out_ << ",\n{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"migration\",\"name\":\"object leaves\",";
-    place(e.node, thread);
-    stamp("ts", e.begin_ns);
-    out_ << ",\"args\":{\"object\":\"" << e.object_home << ':' << e.value
-         << "\",\"to\":" << e.handler;
-    if (e.type != nullptr) {
-      out_ << ",\"type\":";
-      write_json_string(out_, e.type);
-    }
+    begin_event("i", "migration", "object leaves", e.node, thread, e.begin_ns);
+    out_ << ",\"args\":{\"to\":" << e.handler;
+    object(e);
     out_ << "}}";
   }
 
   void dropped(const thread_buffer& b, std::uint32_t node, std::uint64_t last_ns) {
-    out_ << ",\n{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"roam\",\"name\":\"trace limit reached "
-            "(--roam-trace-limit)\",";
-    place(node, b.index);
-    stamp("ts", last_ns);
+    begin_event("i", "roam", "trace limit reached (--roam-trace-limit)", node, b.index, last_ns);
     out_ << ",\"args\":{\"not_recorded\":" << b.dropped << "}}";
   }
 
