@@ -14,9 +14,12 @@ inline const std::vector<unsigned> compared_worker_counts = {1, 2};
 
 /// One node of the inproc transport with `workers` workers. `lend_app_thread`: whether the
 /// application thread runs handlers too while it waits (off: exactly `workers` threads do).
-/// Other settings come from the environment (ROAM_TRACE=file traces the measurements).
+/// No other setting comes from the environment but the trace's (ROAM_TRACE=file traces
+/// the measurements).
 inline roam::config one_node_config(unsigned workers, bool lend_app_thread) {
-  roam::config cfg = roam::config::from_environment();
+  roam::config cfg;
+  cfg.of<roam::trace::trace_settings>() =
+      roam::config::from_environment().of<roam::trace::trace_settings>();
   cfg.transport = roam::transport_kind::inproc;
   cfg.nodes = 1;
   cfg.threads = workers;

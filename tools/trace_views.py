@@ -11,7 +11,8 @@ Writes, beside the trace (or in DIR), files named after it:
   <stem>_timeline.png      each worker's handler runs over time, coloured by handler (the
                            load-balance picture that tools/plot_lb.py draws from lb_synthetic's
                            own records, here from any traced run)
-  <stem>_handlers.csv      per handler: runs, total, mean and longest time (also printed)
+  <stem>_handlers.csv      per handler: runs, total, mean and longest time (also printed;
+                           a run that suspended counts once, with every part's time)
   <stem>_handler_times.png a histogram of run times of the handlers that took the most time
   <stem>_message_sizes.png a histogram of the payload sizes of the messages handlers ran
 Prints the table and the paths it wrote. Needs matplotlib and numpy (Debian:
@@ -69,6 +70,10 @@ def thread_tracks(nodes, threads, runs):
     another node); other threads are a track per (node, thread). Returns the tracks of the
     workers, or of every thread when none is named as a worker, each as (label, node, runs)."""
     workers, others = collections.defaultdict(list), collections.defaultdict(list)
+    for name in threads.values():  # every worker, those that ran nothing included
+        match = WORKER.match(name)
+        if match:
+            workers[(int(match.group(1)), int(match.group(2)))]
     for r in runs:
         name = threads.get((r["pid"], r["tid"]), "")
         match = WORKER.match(name)
@@ -83,10 +88,12 @@ def thread_tracks(nodes, threads, runs):
 
 
 def handler_table(runs):
+    """Per handler: runs (a run that suspended and resumed counts once), total time (every
+    part; a handler that runs another inline counts that time too) and the longest part."""
     stats = collections.defaultdict(lambda: [0, 0.0, 0.0])
     for r in runs:
         s = stats[r["name"]]
-        s[0] += 1
+        s[0] += r["args"].get("part", 0) == 0
         s[1] += r["dur"]
         s[2] = max(s[2], r["dur"])
     return sorted(stats.items(), key=lambda kv: -kv[1][1])
@@ -112,12 +119,12 @@ def main():
         w = csv.writer(f)
         w.writerow(["handler", "runs", "total_ms", "mean_us", "max_us"])
         for name, (count, total, longest) in table:
-            w.writerow([name, count, "%.6f" % (total / 1e3), "%.3f" % (total / count), "%.3f" % longest])
+            w.writerow([name, count, "%.6f" % (total / 1e3), "%.3f" % (total / max(count, 1)), "%.3f" % longest])
     written.append(stem + "_handlers.csv")
     width = min(60, max(len(n) for n, _ in table))
     print("%-*s %9s %12s %11s %11s" % (width, "handler", "runs", "total_ms", "mean_us", "max_us"))
     for name, (count, total, longest) in table:
-        print("%-*s %9d %12.3f %11.3f %11.3f" % (width, name[:width], count, total / 1e3, total / count, longest))
+        print("%-*s %9d %12.3f %11.3f %11.3f" % (width, name[:width], count, total / 1e3, total / max(count, 1), longest))
 
     top = [name for name, _ in table[:6]]
     fig, ax = plt.subplots(figsize=(9, 4.5))

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <locale>
 #include <map>
 #include <string_view>
 #include <vector>
@@ -85,6 +86,7 @@ job_trace::job_trace(const config& cfg, transport& net, node_id rank, node_id ra
   file_ = trace_file_of_run(settings.file, ++runs_per_file[settings.file]);
   const std::string mine = trace_part_file(file_, rank);
   out_.open(mine, std::ios::out | std::ios::trunc);
+  out_.imbue(std::locale::classic());  // JSON numbers, whatever locale the application set
   if (!out_)
     fatal("cannot write the trace file '" + mine + "' (--roam-trace): " + std::strerror(errno));
   const transport::clock_alignment clocks = net.align_clocks();
@@ -163,7 +165,8 @@ void job_trace::merge() {
 
 void trace_counters(node_runtime& n, std::uint64_t now) noexcept {
   std::uint64_t last = n.trace_sampled_ns.load(std::memory_order_relaxed);
-  if (now - last < 1000000 ||
+  // Signed: another thread may have stored a later time than this one's.
+  if (static_cast<std::int64_t>(now - last) < 1000000 ||
       !n.trace_sampled_ns.compare_exchange_strong(last, now, std::memory_order_relaxed))
     return;
   trace::event e;

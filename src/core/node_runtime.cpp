@@ -361,6 +361,9 @@ void invoke_handler(node_runtime& self, const handler_entry& e, const message_he
                                      const message_header& h, message_ptr& m) {
   trace::open_handler traced;
   trace::begin_message_handler(traced, h.handler, h.function, self.id(), h.payload_size, h.flow);
+  // Its arrow ends here: should the message run again (set aside by a gate) or travel on,
+  // a new arrow starts from this run.
+  m->header.flow = 0;
   trace_counters(self, traced.run.begin_ns);
   invoke_handler(self, e, h, m);
   trace::end_handler(traced);
@@ -493,6 +496,10 @@ void post(node_runtime& from, message_ptr m) {
   message_header& h = m->header;
   h.source = from.id();
   m->local_progress = 0;  // a new arrival where it goes
+  // Here, not only in post_counted(): a message carried through a relay's lanes does not
+  // pass there, and its record carries the header with the flow.
+  if (trace::on()) [[unlikely]]
+    trace_send(from, *m);
   if (h.dest >= from.size())
     fatal("message for node " + std::to_string(h.dest) + " but the job has " +
           std::to_string(from.size()) + " nodes (" + describe(h) + ")");

@@ -377,9 +377,12 @@ bool admit_routed_bundle(node_runtime& here, message_ptr& m, lane_order order) {
   // so quiescence never sees them missing.
   here.sent.fetch_add(pieces.size());
   here.handled.fetch_add(1);
+  bool first = true;
   for (piece& part : pieces) {
     message_ptr bundle = message::allocate(part.bytes.size());
     bundle->header = h;
+    if (!first) bundle->header.flow = 0;  // the trace's arrow ends at one of them
+    first = false;
     bundle->header.source = part.origin;
     bundle->header.reply_to = part.stream;
     bundle->header.payload_size = part.bytes.size();

@@ -9,6 +9,7 @@
 #include <roam/core/detail/handler_registry.hpp>
 #include <roam/core/runtime.hpp>
 #include <roam/trace/detail/recorder.hpp>
+#include <roam/trace/trace_settings.hpp>
 #include <roam/transport/detail/backends.hpp>
 
 #include <pthread.h>
@@ -115,7 +116,10 @@ process_runtime::process_runtime(const config& cfg) : config_(cfg) {
       "setting nodes-per-rank " + std::to_string(cfg.nodes_per_rank) +
       " (--roam-nodes-per-rank)\n" + "setting send-window " +
       std::to_string(cfg.send_window_bytes) + " (--roam-send-window)\n" + "routing " +
-      (routes_ ? "on" : "off") + " (--roam-route-min-nodes, --roam-aggregate-bytes)\n";
+      (routes_ ? "on" : "off") + " (--roam-route-min-nodes, --roam-aggregate-bytes)\n" +
+      // Traced ranks align their clocks with rank 0 before any traffic: all or none.
+      "tracing " + (cfg.of<roam::trace::trace_settings>().file.empty() ? "off" : "on") +
+      " (--roam-trace)\n";
   transport_->validate_fingerprint(fingerprint);
   trace_ = std::make_unique<job_trace>(cfg, *transport_, rank(), ranks());
 

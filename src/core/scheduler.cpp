@@ -11,6 +11,7 @@
 #include "stack_overflow.hpp"
 
 #include <roam/base/detail/thread_name.hpp>
+#include <roam/trace/detail/recorder.hpp>
 
 #include <hwloc.h>
 
@@ -335,6 +336,8 @@ void scheduler::worker_main(unsigned index) {
   report_stack_overflows_on_this_thread();
   bind_thread_to_node(&node_);
   name_thread(pthread_self(), "roam-w", static_cast<int>(id_of(node_)), static_cast<int>(index));
+  // A worker is a track of its node in the trace even when it runs nothing.
+  if (trace::on()) trace::attach_thread(id_of(node_));
   if (opt_.pin) pin_current_thread(opt_.pin_offset + index);
   grace_register_worker();
   // The loop runs on a fiber and its items on the loop's stack: a handler that never

@@ -115,12 +115,21 @@ namespace {
 // A type's name for the trace, which keeps names as pointers to text that lives as long as
 // the process. Traced jobs only.
 const char* traced_type_name(std::uint32_t type) {
+  // Each thread remembers the names it asked for: the process's table and its lock are met
+  // once per type and thread, not per handler.
+  thread_local std::unordered_map<std::uint32_t, const char*> known;
+  if (const auto at = known.find(type); at != known.end()) return at->second;
   static std::mutex lock;
   static std::unordered_map<std::uint32_t, std::string> names;
-  std::lock_guard guard(lock);
-  auto [at, added] = names.try_emplace(type);
-  if (added) at->second = object_type_name(type);
-  return at->second.c_str();
+  const char* name = nullptr;
+  {
+    std::lock_guard guard(lock);
+    auto [at, added] = names.try_emplace(type);
+    if (added) at->second = object_type_name(type);
+    name = at->second.c_str();
+  }
+  known.emplace(type, name);
+  return name;
 }
 
 }  // namespace

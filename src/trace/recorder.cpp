@@ -6,6 +6,7 @@
 #include <bit>
 #include <chrono>
 #include <climits>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -20,13 +21,15 @@ std::atomic<bool> recording{false};
 
 namespace {
 
-constexpr std::size_t chunk_events = 4096;
+// Events are kept in chunks of this many (at most 4096, fewer when the limit is lower).
+std::size_t chunk_events = 4096;
 
 // One thread's events. Written only by its thread while the job records; read by the
 // writer after stop(), when those threads no longer record.
 struct thread_buffer {
   std::uint32_t index = 0;
   std::string name;
+  std::int64_t home_node = -1;  ///< attach_thread(): the node it is a track of
   std::vector<std::unique_ptr<event[]>> chunks;
   std::uint64_t kept = 0;
   std::uint64_t dropped = 0;
@@ -96,6 +99,10 @@ std::uint64_t now_ns() noexcept {
                                         .count());
 }
 
+void attach_thread(std::uint32_t node) noexcept {
+  if (thread_buffer* b = buffer_of(state())) b->home_node = node;
+}
+
 void record(const event& e) noexcept {
   if (thread_buffer* b = buffer_of(state())) append(*b, e);
 }
@@ -162,13 +169,15 @@ void resume_handlers(open_handler* innermost) noexcept {
 }
 
 void start(std::uint32_t process, std::uint32_t events_per_thread) {
+  // Pointers that threads keep to an earlier job's buffers are stale before those go.
+  generation.fetch_add(1, std::memory_order_acq_rel);
   {
     std::lock_guard guard(buffers_lock);
     buffers.clear();
   }
   limit = events_per_thread;
+  chunk_events = std::min<std::size_t>(4096, events_per_thread);
   process_bits = (std::uint64_t{process & 0xfffffu} + 1) << 44;
-  generation.fetch_add(1, std::memory_order_acq_rel);
   recording.store(true, std::memory_order_release);
 }
 
@@ -183,7 +192,9 @@ void write_json_string(std::ostream& out, std::string_view text) {
     const auto u = static_cast<unsigned char>(c);
     if (c == '"' || c == '\\') {
       out << '\\' << c;
-    } else if (u < 0x20) {
+    } else if (u < 0x20 || u >= 0x80) {
+      // Bytes above ASCII too: a thread's name cut at 15 bytes may end inside a UTF-8
+      // character, which JSON readers reject; escaped, each byte reads as a Latin-1 one.
       out << "\\u00" << hex[u >> 4] << hex[u & 15];
     } else {
       out << c;
@@ -289,7 +300,13 @@ class event_writer {
     write_json_string(out_, e.label);
     out_ << ",\"pid\":" << e.node + 1;
     stamp("ts", e.begin_ns);
-    out_ << ",\"args\":{\"value\":" << std::bit_cast<double>(e.value) << "}}";
+    const double value = std::bit_cast<double>(e.value);
+    out_ << ",\"args\":{\"value\":";
+    if (std::isfinite(value))
+      out_ << value;
+    else
+      out_ << "null";  // JSON has no NaN or infinity (a load from a NaN cost)
+    out_ << "}}";
   }
 
   void migration(const event& e, std::uint32_t thread) {
@@ -353,6 +370,7 @@ written write_events(std::ostream& out, const trace_layout& layout) {
   std::map<std::uint32_t, std::string> names;
   for (const auto& b : taken) {
     names[b->index] = b->name;
+    if (b->home_node >= 0) tracks.insert({static_cast<std::uint32_t>(b->home_node), b->index});
     std::uint32_t node = 0;
     std::uint64_t last_ns = 0;
     for (std::uint64_t i = 0; i < b->kept; ++i) {

@@ -45,7 +45,7 @@ def main():
     a = p.parse_args(args_list[:cut])
     command = args_list[cut + 1:]
 
-    for stale in glob.glob(a.trace + "*"):
+    for stale in glob.glob(glob.escape(a.trace)) + glob.glob(glob.escape(a.trace) + ".part*"):
         os.remove(stale)
     run = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     sys.stdout.write(run.stdout)

@@ -6,7 +6,9 @@
 UNITS_CSV holds every unit of work the benchmark ran (node, worker, start_s, end_s).
 """
 import csv
+import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -21,7 +23,11 @@ views, trace, units_csv = sys.argv[1:4]
 with open(units_csv) as f:
     units = list(csv.DictReader(f))
 busy_s = sum(float(u["end_s"]) - float(u["start_s"]) for u in units)
-workers = len({(u["node"], u["worker"]) for u in units})
+# Every worker of the job, those that ran no unit included (the trace names them all).
+with open(trace) as f:
+    workers = len({e["args"]["name"] for e in json.load(f)["traceEvents"]
+                   if e["ph"] == "M" and e["name"] == "thread_name"
+                   and re.match(r"roam-w\d+\.\d+$", e["args"]["name"])})
 with tempfile.TemporaryDirectory() as out:
     run = subprocess.run([sys.executable, views, trace, "--out", out, "--bins", "50"],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -48,6 +54,8 @@ with tempfile.TemporaryDirectory() as out:
     header, rows = rows[0], rows[1:]
     if len(header) - 1 != len({u["node"] for u in units}):
         fail("utilization columns %s, the benchmark ran on %d nodes" % (header, len({u["node"] for u in units})))
+    if workers % (len(header) - 1) != 0:
+        fail("%d workers named in the trace, not as many on each of %d nodes" % (workers, len(header) - 1))
     values = [float(v) for r in rows for v in r[1:]]
     if min(values) < 0 or max(values) > 1.0001:
         fail("a utilization outside [0, 1]: %g .. %g" % (min(values), max(values)))

@@ -43,8 +43,8 @@ TEST(TraceFiles, LaterRunsOfAProcessWriteBesideTheFirst) {
 
 TEST(TraceJson, StringsAreEscaped) {
   std::ostringstream out;
-  trace::write_json_string(out, std::string("a\"b\\c\n\x01\0", 8));
-  EXPECT_EQ(out.str(), "\"a\\\"b\\\\c\\u000a\\u0001\\u0000\"");
+  trace::write_json_string(out, std::string("a\"b\\c\n\x01\0\xc3", 9));
+  EXPECT_EQ(out.str(), "\"a\\\"b\\\\c\\u000a\\u0001\\u0000\\u00c3\"");
 }
 
 // A handler that suspends ends one run and starts the next where it resumes, linked by a

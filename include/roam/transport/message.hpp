@@ -46,7 +46,8 @@ struct message_header {
   std::uint64_t function = 0;      ///< encoded function pointer for pointer handlers, else 0
   std::uint64_t reply_to = 0;      ///< pending-call id on `source` (flag_wants_reply / replies)
   /// The trace's flow from this message's send to its handler (--roam-trace); 0 when the
-  /// sender did not trace. A forwarded message keeps it; a copy (message::clone) has none.
+  /// sender did not trace. A message forwarded at its admission keeps it; a run of its
+  /// handler clears it; a copy (message::clone) has none.
   std::uint64_t flow = 0;
 };
 static_assert(sizeof(message_header) == 56);

@@ -47,7 +47,7 @@ struct event {
   std::uint32_t node = 0;         ///< the node the event belongs to
   std::uint32_t bytes = 0;        ///< handler, send: the message's payload bytes (saturated)
   std::uint32_t object_home = 0;  ///< handler on a mobile object: the object's home node
-  std::uint16_t part = 0;         ///< handler: resumptions before this run
+  std::uint32_t part = 0;         ///< handler: resumptions before this run
   event_kind kind = event_kind::handler;
 };
 
@@ -59,6 +59,10 @@ inline bool on() noexcept { return recording.load(std::memory_order_relaxed); }
 
 /// Nanoseconds of the steady clock, the trace's time base.
 std::uint64_t now_ns() noexcept;
+
+/// Makes the calling thread a track of node `node` in the trace, whether or not it records
+/// anything (a worker that never ran a handler still shows, idle).
+void attach_thread(std::uint32_t node) noexcept;
 
 /// Appends `e` to the calling thread's buffer (beyond --roam-trace-limit: counts it only).
 void record(const event& e) noexcept;
