@@ -220,20 +220,8 @@ void process_runtime::deliver(message_ptr m) noexcept {
     return;
   }
   const message_header& h = m->header;
-  const char* problem = nullptr;
-  if (h.magic != message_magic)
-    problem = "bad magic number (not a roam message, or corrupt)";
-  else if (h.checksum != header_checksum(h))
-    problem = "header checksum mismatch (corrupt header)";
-  else if (h.flags & ~all_flags)
-    problem = "unknown header flags";
-  else if (h.source >= size())
-    problem = "source node out of range";
-  else if (!local(h.dest))
-    problem = "destination node is not hosted by this process";
-  else if ((h.flags & flag_broadcast) &&
-           (rank_of(h.source) == rank() || h.dest != first_node_of(rank())))
-    problem = "a broadcast to relay that is not from another process to this process's first node";
+  const char* problem =
+      header_problem(h, {size(), transport_->first_local(), transport_->local_count()});
   if (problem)
     fatal(std::string("received a malformed message: ") + problem + " (header claims handler #" +
           std::to_string(h.handler) + ", node " + std::to_string(h.source) + " -> node " +

@@ -31,7 +31,6 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
-#include <sstream>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -72,14 +71,6 @@ void finalize_at_exit() {
   // At exit nothing can stop the job any more: the failure is reported, not hidden.
   if (const int rc = MPI_Finalize(); rc != MPI_SUCCESS)
     std::fprintf(stderr, "%s\n", error_text("MPI_Finalize failed: " + mpi_error_text(rc)).c_str());
-}
-
-std::string line_of(const std::string& text, std::size_t index) {
-  std::istringstream is(text);
-  std::string line;
-  for (std::size_t i = 0; std::getline(is, line); ++i)
-    if (i == index) return line;
-  return "<nothing>";
 }
 
 class mpi_transport final : public transport {
@@ -250,15 +241,18 @@ class mpi_transport final : public transport {
     if (rank_ == 0) root = fingerprint;
     check(MPI_Bcast(root.data(), length, MPI_CHAR, 0, comm_), "MPI_Bcast", 0);
     if (root == fingerprint) return;
-    std::size_t line = 0;
-    while (line_of(root, line) == line_of(fingerprint, line)) ++line;
+    const fingerprint_difference d = first_difference(root, fingerprint);
+    const auto side = [&](const std::optional<std::string>& line, const std::string& text) {
+      return fingerprint_difference::describe(line, d.line, d.final_break_only,
+                                              !text.empty() && text.back() == '\n');
+    };
     // Not fatal(): no thread of this rank belongs to a node yet, and the line must name it.
     const std::string report =
         fatal_text(static_cast<long>(first_node_of(rank_)),
                    "this rank runs a different program than rank 0 (handler tables, global "
-                   "node_locals or settings differ); first difference: rank 0 has '" +
-                       line_of(root, line) + "', rank " + std::to_string(rank_) + " has '" +
-                       line_of(fingerprint, line) + "'");
+                   "node_locals or settings differ); first difference: rank 0 has " +
+                       side(d.ours, root) + ", rank " + std::to_string(rank_) + " has " +
+                       side(d.theirs, fingerprint));
     std::fprintf(stderr, "%s\n", report.c_str());
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE);

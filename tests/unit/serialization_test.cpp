@@ -112,6 +112,30 @@ TEST(Serialization, TruncatedAndCorruptInputThrows) {
   }
 }
 
+// Found by fuzz/arguments.cpp: a bool read from any byte but 0 or 1 (std::optional's flag
+// through cereal, here 0x60) was undefined behaviour; it is a corrupt payload.
+TEST(Serialization, BoolsOtherThanZeroOrOneAreCorrupt) {
+  const std::byte bad[] = {std::byte{0x60}, std::byte{0}, std::byte{0}, std::byte{0},
+                           std::byte{0},    std::byte{0}, std::byte{0}, std::byte{0}};
+  {
+    message_reader r(bad, sizeof bad);
+    std::optional<int> out;
+    EXPECT_THROW(roam::detail::read_value(r, out), roam::deserialization_error);
+  }
+  {
+    message_reader r(bad, 1);
+    bool out = false;
+    EXPECT_THROW(roam::detail::read_value(r, out), roam::deserialization_error);
+  }
+  {
+    message_reader r(bad, sizeof bad);
+    std::vector<bool> out;  // a size, then cereal's bools
+    EXPECT_THROW(roam::detail::read_value(r, out), roam::deserialization_error);
+  }
+  EXPECT_EQ(round_trip(std::optional<bool>(true)), std::optional<bool>(true));
+  EXPECT_EQ(round_trip(false), false);
+}
+
 TEST(Serialization, BufferOffsetsAreCheckedAndDataIsAligned) {
   roam::buffer<double> b{1.0, 2.0, 3.0};
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(b.data()) % 16, 0u);

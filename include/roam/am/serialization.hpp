@@ -154,9 +154,23 @@ std::enable_if_t<std::is_arithmetic_v<T>> CEREAL_SAVE_FUNCTION_NAME(output_archi
                                                                     const T& t) {
   ar.save_bytes(&t, sizeof t);
 }
+/// A bool from the wire: any byte but 0 or 1 is a corrupt payload (reading it as a bool
+/// would be undefined behaviour).
+inline bool checked_bool(std::uint8_t byte) {
+  if (byte > 1)
+    throw deserialization_error("a bool argument holds byte " + std::to_string(byte) +
+                                " (corrupt payload)");
+  return byte != 0;
+}
 template <class T>
 std::enable_if_t<std::is_arithmetic_v<T>> CEREAL_LOAD_FUNCTION_NAME(input_archive& ar, T& t) {
-  ar.load_bytes(&t, sizeof t);
+  if constexpr (std::is_same_v<T, bool>) {
+    std::uint8_t byte = 0;
+    ar.load_bytes(&byte, 1);
+    t = checked_bool(byte);
+  } else {
+    ar.load_bytes(&t, sizeof t);
+  }
 }
 template <class T>
 void CEREAL_SAVE_FUNCTION_NAME(output_archive& ar, const cereal::BinaryData<T>& b) {
@@ -271,6 +285,10 @@ template <class T>
 void read_value(message_reader& r, T& value) {
   if constexpr (has_top_level_codec<T>::value) {
     top_level_codec<T>::read(r, value);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    std::uint8_t byte = 0;
+    r.read(&byte, 1);
+    value = checked_bool(byte);
   } else if constexpr (is_bitwise_serializable<T>) {
     r.read(&value, sizeof(T));
   } else {

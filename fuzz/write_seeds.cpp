@@ -1,0 +1,114 @@
+// Writes the seed corpus of the fuzz targets (fuzz/corpus/<target>/): valid inputs made by
+// roam's own encoders, from which libFuzzer mutates. Run it again when a wire format
+// changes:  build/fuzz/fuzz/write_seeds fuzz/corpus
+#include <roam/am/buffer.hpp>
+#include <roam/am/serialization.hpp>
+#include <roam/transport/message.hpp>
+
+#include <cereal/types/map.hpp>
+#include <cereal/types/optional.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/variant.hpp>
+#include <cereal/types/vector.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace roam::detail;
+
+void write_file(const fs::path& path, const void* data, std::size_t size) {
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+  if (!out) {
+    std::fprintf(stderr, "write_seeds: cannot write %s\n", path.c_str());
+    std::exit(1);
+  }
+  std::printf("%s: %zu bytes\n", path.c_str(), size);
+}
+
+void frame(const fs::path& dir, const char* name, std::uint32_t flags, std::uint32_t source,
+           std::uint32_t dest, std::size_t payload) {
+  message_ptr m = message::allocate(payload);
+  m->header.handler = 3;
+  m->header.flags = flags;
+  m->header.source = source;
+  m->header.dest = dest;
+  m->header.payload_size = payload;
+  m->header.reply_to = flags & flag_wants_reply ? 17 : 0;
+  for (std::size_t i = 0; i < payload; ++i) m->payload()[i] = static_cast<std::byte>(i * 7);
+  seal(m->header);
+  write_file(dir / name, m->wire_data(), m->wire_size());
+}
+
+// The fuzz target arguments.cpp reads the same values in the same order.
+struct record {
+  int id = 0;
+  std::string name;
+  std::vector<double> values;
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(id, name, values);
+  }
+};
+
+void arguments(const fs::path& dir, const char* name, bool full) {
+  message_ptr m = message::allocate(0);
+  message_writer w(m);
+  write_value(w, std::uint64_t{42});
+  write_value(w, std::string(full ? "a handler's string argument" : ""));
+  std::vector<record> records;
+  if (full) records = {{1, "one", {1.5, 2.5}}, {2, "", {}}};
+  write_value(w, records);
+  std::map<std::string, std::vector<int>> map;
+  if (full) map = {{"a", {1, 2, 3}}, {"b", {}}};
+  write_value(w, map);
+  std::optional<std::variant<int, std::string>> optional;
+  if (full) optional = std::string("variant");
+  write_value(w, optional);
+  roam::buffer<float> bulk(full ? 5 : 0);
+  for (std::size_t i = 0; i < bulk.size(); ++i) bulk[i] = static_cast<float>(i);
+  write_value(w, bulk);
+  w.finish();
+  write_file(dir / name, m->payload(), m->header.payload_size);
+}
+
+void fingerprints(const fs::path& dir, const char* name, const std::string& ours,
+                  const std::string& theirs) {
+  std::string input = ours;
+  input += '\0';
+  input += theirs;
+  write_file(dir / name, input.data(), input.size());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: write_seeds CORPUS_DIR\n");
+    return 2;
+  }
+  const fs::path corpus = argv[1];
+  frame(corpus / "frame", "message", 0, 5, 2, 24);
+  frame(corpus / "frame", "call", flag_wants_reply, 0, 3, 8);
+  frame(corpus / "frame", "empty_system", flag_system, 7, 2, 0);
+  frame(corpus / "frame", "broadcast", flag_broadcast, 6, 2, 40);
+  arguments(corpus / "arguments", "full", true);
+  arguments(corpus / "arguments", "empty", false);
+  const std::string table =
+      "0 roam.core.reply\n1 roam.mobile.operation\nsetting nodes-per-rank 1\n";
+  fingerprints(corpus / "fingerprint", "one_line", table,
+               "0 roam.core.reply\n1 roam.mobile.install\nsetting nodes-per-rank 1\n");
+  fingerprints(corpus / "fingerprint", "longer", table, table + "2 extra\n");
+  fingerprints(corpus / "fingerprint", "final_break", table, table.substr(0, table.size() - 1));
+  return 0;
+}
