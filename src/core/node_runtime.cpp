@@ -496,10 +496,6 @@ void post(node_runtime& from, message_ptr m) {
   message_header& h = m->header;
   h.source = from.id();
   m->local_progress = 0;  // a new arrival where it goes
-  // Here, not only in post_counted(): a message carried through a relay's lanes does not
-  // pass there, and its record carries the header with the flow.
-  if (trace::on()) [[unlikely]]
-    trace_send(from, *m);
   if (h.dest >= from.size())
     fatal("message for node " + std::to_string(h.dest) + " but the job has " +
           std::to_string(from.size()) + " nodes (" + describe(h) + ")");
@@ -514,6 +510,10 @@ void post(node_runtime& from, message_ptr m) {
     // What this thread aggregated for dest goes first: on its path (a routed job), or
     // shipped before it.
     if (carried) {
+      // Here, not only in post_counted(): a carried message does not pass there, and its
+      // record carries the header with the flow.
+      if (trace::on()) [[unlikely]]
+        trace_send(from, *m);
       // An admission function acts for the node on a thread whose lanes may be in the
       // middle of shipping: it sends through the node's relay lanes, which the thread's
       // other messages to dest also pass.

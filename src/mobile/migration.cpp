@@ -382,6 +382,7 @@ void receive_migrated_object(node_runtime& n, message_ptr& m, object_unpack_func
     trace::open_handler traced;
     const message_header& h = m->header;
     trace::begin_message_handler(traced, h.handler, h.function, id_of(n), h.payload_size, h.flow);
+    m->header.flow = 0;  // its arrow ends here (as invoke_traced does)
     install_migrated_object(n, m, unpack);
     trace::end_handler(traced);
     return;

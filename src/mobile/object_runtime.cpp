@@ -114,7 +114,9 @@ namespace {
 
 // A type's name for the trace, which keeps names as pointers to text that lives as long as
 // the process. Traced jobs only.
-const char* traced_type_name(std::uint32_t type) {
+// Not inlined: it reads a thread-local, and a caller on a fiber must not keep its address
+// across a switch.
+[[gnu::noinline]] const char* traced_type_name(std::uint32_t type) {
   // Each thread remembers the names it asked for: the process's table and its lock are met
   // once per type and thread, not per handler.
   thread_local std::unordered_map<std::uint32_t, const char*> known;

@@ -169,7 +169,8 @@ void resume_handlers(open_handler* innermost) noexcept {
 }
 
 void start(std::uint32_t process, std::uint32_t events_per_thread) {
-  // Pointers that threads keep to an earlier job's buffers are stale before those go.
+  // Pointers that threads keep to an earlier job's buffers are stale before those go, and
+  // again once the new job's parameters are set (a buffer registered in between is gone).
   generation.fetch_add(1, std::memory_order_acq_rel);
   {
     std::lock_guard guard(buffers_lock);
@@ -178,6 +179,7 @@ void start(std::uint32_t process, std::uint32_t events_per_thread) {
   limit = events_per_thread;
   chunk_events = std::min<std::size_t>(4096, events_per_thread);
   process_bits = (std::uint64_t{process & 0xfffffu} + 1) << 44;
+  generation.fetch_add(1, std::memory_order_acq_rel);
   recording.store(true, std::memory_order_release);
 }
 

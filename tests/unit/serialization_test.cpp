@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <map>
 #include <optional>
 #include <string>
@@ -127,10 +128,25 @@ TEST(Serialization, BoolsOtherThanZeroOrOneAreCorrupt) {
     bool out = false;
     EXPECT_THROW(roam::detail::read_value(r, out), roam::deserialization_error);
   }
-  {
-    message_reader r(bad, sizeof bad);
-    std::vector<bool> out;  // a size, then cereal's bools
-    EXPECT_THROW(roam::detail::read_value(r, out), roam::deserialization_error);
+  // A size of 1, then the bad byte: the bool itself is read, and refused.
+  const std::byte one_bad[] = {std::byte{1}, std::byte{0}, std::byte{0},
+                               std::byte{0}, std::byte{0}, std::byte{0},
+                               std::byte{0}, std::byte{0}, std::byte{0x60}};
+  for (int kind = 0; kind < 2; ++kind) {
+    message_reader r(one_bad, kind == 0 ? sizeof one_bad : 1 + 8);
+    try {
+      if (kind == 0) {
+        std::vector<bool> out;  // cereal reads each bool on its own
+        roam::detail::read_value(r, out);
+      } else {
+        std::array<bool, 9> out{};         // cereal reads them as one block (not bitwise: not
+        roam::detail::read_value(r, out);  // trivially serializable by roam's rule)
+      }
+      ADD_FAILURE() << "a bool read from byte 0x60 was accepted (kind " << kind << ")";
+    } catch (const roam::deserialization_error& e) {
+      EXPECT_NE(std::string(e.what()).find("bool argument holds byte 96"), std::string::npos)
+          << e.what();
+    }
   }
   EXPECT_EQ(round_trip(std::optional<bool>(true)), std::optional<bool>(true));
   EXPECT_EQ(round_trip(false), false);

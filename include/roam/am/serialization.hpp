@@ -156,6 +156,7 @@ std::enable_if_t<std::is_arithmetic_v<T>> CEREAL_SAVE_FUNCTION_NAME(output_archi
 }
 /// A bool from the wire: any byte but 0 or 1 is a corrupt payload (reading it as a bool
 /// would be undefined behaviour).
+static_assert(sizeof(bool) == 1, "roam sends a bool as one byte");
 inline bool checked_bool(std::uint8_t byte) {
   if (byte > 1)
     throw deserialization_error("a bool argument holds byte " + std::to_string(byte) +
@@ -179,6 +180,12 @@ void CEREAL_SAVE_FUNCTION_NAME(output_archive& ar, const cereal::BinaryData<T>& 
 template <class T>
 void CEREAL_LOAD_FUNCTION_NAME(input_archive& ar, cereal::BinaryData<T>& b) {
   ar.load_bytes(b.data, static_cast<std::size_t>(b.size));
+  // cereal reads arrays of arithmetic values as one block (std::array<bool, N>): bools in
+  // it are checked like single ones.
+  if constexpr (std::is_same_v<std::remove_cv_t<std::remove_pointer_t<T>>, bool>) {
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(b.data);
+    for (std::size_t i = 0; i < static_cast<std::size_t>(b.size); ++i) (void)checked_bool(bytes[i]);
+  }
 }
 template <class T>
 void CEREAL_SERIALIZE_FUNCTION_NAME(output_archive& ar, cereal::NameValuePair<T>& t) {
