@@ -2,6 +2,8 @@
 // way a handler decodes them (one value after the other, then every byte consumed): a
 // mix of the kinds of argument roam reads (bitwise values, strings, containers, nested
 // containers, optionals and variants through cereal, a zero-copy bulk buffer).
+#include "argument_types.hpp"
+
 #include <roam/am/buffer.hpp>
 #include <roam/am/serialization.hpp>
 #include <roam/base/error.hpp>
@@ -20,19 +22,7 @@
 #include <variant>
 #include <vector>
 
-namespace {
-
-struct record {
-  int id = 0;
-  std::string name;
-  std::vector<double> values;
-  template <class Ar>
-  void serialize(Ar& ar) {
-    ar(id, name, values);
-  }
-};
-
-}  // namespace
+using roam_fuzz::record;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace roam::detail;

@@ -1,6 +1,8 @@
 // Writes the seed corpus of the fuzz targets (fuzz/corpus/<target>/): valid inputs made by
 // roam's own encoders, from which libFuzzer mutates. Run it again when a wire format
 // changes:  build/fuzz/fuzz/write_seeds fuzz/corpus
+#include "argument_types.hpp"
+
 #include <roam/am/buffer.hpp>
 #include <roam/am/serialization.hpp>
 #include <roam/transport/message.hpp>
@@ -51,15 +53,7 @@ void frame(const fs::path& dir, const char* name, std::uint32_t flags, std::uint
 }
 
 // The fuzz target arguments.cpp reads the same values in the same order.
-struct record {
-  int id = 0;
-  std::string name;
-  std::vector<double> values;
-  template <class Ar>
-  void serialize(Ar& ar) {
-    ar(id, name, values);
-  }
-};
+using roam_fuzz::record;
 
 void arguments(const fs::path& dir, const char* name, bool full) {
   message_ptr m = message::allocate(0);
