@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <locale>
 #include <map>
 #include <string_view>
@@ -69,13 +70,23 @@ std::string trace_part_file(const std::string& file, node_id rank) {
 
 std::string trace_file_of_run(const std::string& file, unsigned run) {
   if (run <= 1) return file;
-  const auto slash = file.rfind('/');
-  auto dot = file.rfind('.');
-  if (dot == std::string::npos || (slash != std::string::npos && dot < slash) || dot == 0 ||
-      (slash != std::string::npos && dot == slash + 1))
-    dot = file.size();
-  return file.substr(0, dot) + ".run" + std::to_string(run) + file.substr(dot);
+  std::filesystem::path path(file);
+  // A name that starts with its only dot (".trace") is all stem, no extension.
+  const std::string extension = path.extension().string();
+  path.replace_filename(path.stem().string() + ".run" + std::to_string(run) + extension);
+  return path.string();
 }
+
+namespace {
+
+void say_write_failed(const std::string& file) {
+  std::fprintf(stderr, "%s\n",
+               error_text("error: writing the trace file '" + file +
+                          "' failed (--roam-trace): the trace is incomplete")
+                   .c_str());
+}
+
+}  // namespace
 
 job_trace::job_trace(const config& cfg, transport& net, node_id rank, node_id ranks)
     : rank_(rank), ranks_(ranks) {
@@ -112,23 +123,17 @@ void job_trace::write_part() {
   };
   layout.shift_ns = shift_ns_;
   const trace::written w = trace::write_events(out_, layout);
-  events_ = w.events;
-  dropped_ = w.dropped;
   if (rank_ != 0)
     out_.close();
   else
     out_.flush();
-  if (!out_)
-    std::fprintf(stderr, "%s\n",
-                 error_text("error: writing the trace file '" + trace_part_file(file_, rank_) +
-                            "' failed (--roam-trace): the trace is incomplete")
-                     .c_str());
-  if (dropped_ != 0)
+  if (!out_) say_write_failed(trace_part_file(file_, rank_));
+  if (w.dropped != 0)
     std::fprintf(
         stderr, "%s\n",
         error_text("warning: the trace of rank " + std::to_string(rank_) + " left out " +
-                   std::to_string(dropped_) + " events: threads reached --roam-trace-limit (" +
-                   std::to_string(events_) + " kept); the trace marks where")
+                   std::to_string(w.dropped) + " events: threads reached --roam-trace-limit (" +
+                   std::to_string(w.events) + " kept); the trace marks where")
             .c_str());
 }
 
@@ -150,11 +155,7 @@ void job_trace::merge() {
   out_ << "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"roam\",\"ranks\":" << ranks_
        << "}}\n";
   out_.close();
-  if (!out_)
-    std::fprintf(stderr, "%s\n",
-                 error_text("error: writing the trace file '" + file_ +
-                            "' failed (--roam-trace): the trace is incomplete")
-                     .c_str());
+  if (!out_) say_write_failed(file_);
   if (!missing.empty())
     std::fprintf(stderr, "%s\n",
                  error_text("warning: the trace '" + file_ + "' lacks the parts " + missing +
@@ -181,6 +182,15 @@ void trace_counters(node_runtime& n, std::uint64_t now) noexcept {
   trace::record(e);
 }
 
+traced_message_run::traced_message_run(node_runtime& n, message& m) noexcept {
+  const message_header& h = m.header;
+  trace::begin_message_handler(run_, h.handler, h.function, n.id(), h.payload_size, h.flow);
+  m.header.flow = 0;
+  trace_counters(n, run_.run.begin_ns);
+}
+
+traced_message_run::~traced_message_run() { trace::end_handler(run_); }
+
 void trace_send(node_runtime& from, message& m) noexcept {
   message_header& h = m.header;
   if (h.flow != 0) return;  // forwarded: the arrow runs from its first send
@@ -192,7 +202,7 @@ void trace_send(node_runtime& from, message& m) noexcept {
   e.flow = h.flow;
   e.node = from.id();
   e.value = h.dest;
-  e.bytes = static_cast<std::uint32_t>(std::min<std::uint64_t>(h.payload_size, UINT32_MAX));
+  e.bytes = trace::event_bytes(h.payload_size);
   trace::record(e);
   trace_counters(from, e.begin_ns);
 }

@@ -25,7 +25,6 @@ class job_trace {
   job_trace& operator=(const job_trace&) = delete;
   ~job_trace();
 
-  bool active() const noexcept { return active_; }
   /// Stops recording and writes this process's events. Call once the job's threads have
   /// ended, before the processes' last barrier.
   void write_part();
@@ -40,8 +39,6 @@ class job_trace {
   node_id ranks_ = 1;
   std::int64_t shift_ns_ = 0;
   std::ofstream out_;
-  std::uint64_t events_ = 0;
-  std::uint64_t dropped_ = 0;
 };
 
 /// The trace file of a process's `run`th roam::run traced to `file` (from 1): `file` for

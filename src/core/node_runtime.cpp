@@ -359,14 +359,8 @@ void invoke_handler(node_runtime& self, const handler_entry& e, const message_he
 // nor zeroes the run's record.
 [[gnu::noinline]] void invoke_traced(node_runtime& self, const handler_entry& e,
                                      const message_header& h, message_ptr& m) {
-  trace::open_handler traced;
-  trace::begin_message_handler(traced, h.handler, h.function, self.id(), h.payload_size, h.flow);
-  // Its arrow ends here: should the message run again (set aside by a gate) or travel on,
-  // a new arrow starts from this run.
-  m->header.flow = 0;
-  trace_counters(self, traced.run.begin_ns);
+  const traced_message_run traced(self, *m);
   invoke_handler(self, e, h, m);
-  trace::end_handler(traced);
 }
 
 }  // namespace

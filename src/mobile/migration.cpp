@@ -379,12 +379,8 @@ void receive_migrated_object(node_runtime& n, message_ptr& m, object_unpack_func
   if (arriving && trace::on()) [[unlikely]] {
     // Installed by the thread that delivers it, not by a handler: a run of its own in the
     // trace, where the arrow from the old node ends.
-    trace::open_handler traced;
-    const message_header& h = m->header;
-    trace::begin_message_handler(traced, h.handler, h.function, id_of(n), h.payload_size, h.flow);
-    m->header.flow = 0;  // its arrow ends here (as invoke_traced does)
+    const traced_message_run traced(n, *m);
     install_migrated_object(n, m, unpack);
-    trace::end_handler(traced);
     return;
   }
   install_migrated_object(n, m, unpack);

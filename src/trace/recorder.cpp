@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
-#include <climits>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -128,7 +127,7 @@ void begin_message_handler(open_handler& h, std::uint32_t handler, std::uint64_t
   h.run.handler = handler;
   h.run.function = function;
   h.run.node = node;
-  h.run.bytes = static_cast<std::uint32_t>(std::min<std::uint64_t>(bytes, UINT32_MAX));
+  h.run.bytes = event_bytes(bytes);
   h.run.flow = flow;
   begin_handler(h);
 }

@@ -5,6 +5,7 @@
 #include <roam/base/error.hpp>
 #include <roam/core/config.hpp>
 #include <roam/core/detail/set_aside_message.hpp>
+#include <roam/trace/detail/recorder.hpp>
 #include <roam/transport/message.hpp>
 #include <roam/transport/node_id.hpp>
 
@@ -220,6 +221,22 @@ std::uint64_t register_call(node_runtime& n, std::shared_ptr<reply_target> targe
 /// Sends the reply for `request` (already executed on `n`): the payload of `reply` is the
 /// value (or an error text with flag_error_reply).
 void send_reply(node_runtime& n, const message_header& request, message_ptr reply, bool is_error);
+
+/// The run of message `m`'s handler on node `n` in the trace, for as long as it lives
+/// (tracing only: construct it when trace::on()). The message's arrow ends here: its flow is
+/// cleared, so that a later run of the message (set aside by a gate) or its sending on
+/// starts an arrow of its own. Used by node_runtime::execute and by runs that happen in an
+/// admission (a migrated object's install).
+class traced_message_run {
+ public:
+  traced_message_run(node_runtime& n, message& m) noexcept;
+  ~traced_message_run();
+  traced_message_run(const traced_message_run&) = delete;
+  traced_message_run& operator=(const traced_message_run&) = delete;
+
+ private:
+  trace::open_handler run_;
+};
 
 /// Keyed slots that live on a node until erased: the meeting points of collectives.
 /// `make` builds the slot when the key is first used.

@@ -53,6 +53,11 @@ struct event {
 
 static_assert(sizeof(event) == 88);
 
+/// A message's payload size as an event keeps it (32 bits, saturated).
+inline std::uint32_t event_bytes(std::uint64_t bytes) noexcept {
+  return bytes > UINT32_MAX ? UINT32_MAX : static_cast<std::uint32_t>(bytes);
+}
+
 /// Set while a job records (start() to stop()): the one test every recording site makes.
 extern std::atomic<bool> recording;
 inline bool on() noexcept { return recording.load(std::memory_order_relaxed); }
