@@ -117,25 +117,24 @@ def main():
     def flow_target(f):
         return slice_at.get((f["pid"], f["tid"], round(f["ts"], 3)))
 
-    for spec in a.handler:
+    def check_runs(spec, resumed):
+        """NAME=N: exactly N runs of NAME that start a handler (or that resume one), each at
+        the end of an arrow from its send (from its suspension)."""
         name, count = spec.rsplit("=", 1)
-        runs = [e for e in events if e["ph"] == "X" and e["name"] == name and e["args"]["part"] == 0]
-        if len(runs) != int(count):
-            fail("%d runs of handler %s, expected %s" % (len(runs), name, count))
-        reached = sum(1 for fs in ends.values() if fs[0]["cat"] == "message"
+        what, category = ("resumed runs", "resume") if resumed else ("runs", "message")
+        runs = sum(1 for e in events if e["ph"] == "X" and e["name"] == name
+                   and (e["args"]["part"] > 0) == resumed)
+        if runs != int(count):
+            fail("%d %s of handler %s, expected %s" % (runs, what, name, count))
+        reached = sum(1 for fs in ends.values() if fs[0]["cat"] == category
                       and (flow_target(fs[0]) or {}).get("name") == name)
         if reached != int(count):
-            fail("%d message flows end at %s, expected %s" % (reached, name, count))
+            fail("%d %s arrows end at %s, expected %s" % (reached, category, name, count))
 
+    for spec in a.handler:
+        check_runs(spec, False)
     for spec in a.suspended:
-        name, count = spec.rsplit("=", 1)
-        resumed = [e for e in events if e["ph"] == "X" and e["name"] == name and e["args"]["part"] > 0]
-        if len(resumed) != int(count):
-            fail("%d resumed runs of %s, expected %s" % (len(resumed), name, count))
-        linked = sum(1 for fs in ends.values() if fs[0]["cat"] == "resume"
-                     and (flow_target(fs[0]) or {}).get("name") == name)
-        if linked != int(count):
-            fail("%d resumptions of %s are linked to their suspension, expected %s" % (linked, name, count))
+        check_runs(spec, True)
 
     if a.migrations is not None:
         moved = [e for e in events if e["ph"] == "i" and e.get("cat") == "migration"]
