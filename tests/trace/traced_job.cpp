@@ -1,7 +1,8 @@
 // A job whose trace (--roam-trace) has known contents, for check_trace.py:
 // - node 0 sends `messages` messages to every other node, each handled by `count`;
-// - each node sends one `ask` to the next node, whose handler waits for a call back to the
-//   asker (`answer`): every `ask` suspends once and resumes;
+// - each node sends one `ask` to the next node, whose handler yields: every `ask` suspends
+//   exactly once and resumes (a wait for a reply would not always suspend: the reply may
+//   be there before the wait, and the trace.inproc check failed once for it);
 // - node 0 makes one mobile `box` and moves it to node 1 (a migration);
 // - every node takes part in one allreduce.
 // Prints "traced job done" on node 0 when everything ran.
@@ -19,15 +20,10 @@ std::atomic<long> counted[64];
 
 void count(int) { counted[roam::this_node() % 64].fetch_add(1, std::memory_order_relaxed); }
 
-int answer(int x) { return x + 1; }
-
+// Sent by node `asker`; suspends once, whatever else runs.
 void ask(roam::node_id asker) {
-  // Waits for another node: this handler's fiber suspends and resumes.
-  const int got = roam::call(asker, &answer, 41).get();
-  if (got != 42) {
-    std::fprintf(stderr, "ask: wrong answer %d\n", got);
-    std::abort();
-  }
+  roam::this_task::yield();
+  if (asker >= roam::num_nodes()) std::abort();
 }
 
 struct box {
