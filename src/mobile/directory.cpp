@@ -79,8 +79,38 @@ void free_as(void* p) {
 }
 }  // namespace
 
-directory::directory(node_runtime& n) : node(n) {
+directory::directory(node_runtime& n) : node(n), nodes_(size_of(n)), home_span_(size_of(n)) {
   current_.store(new table(initial_buckets), std::memory_order_release);
+}
+
+bool directory::index_issued(const object_id& id) const noexcept {
+  if (id.index == 0) return false;
+  if (id.home == id_of(node)) return id.index < next_index_.load(std::memory_order_relaxed);
+  if (!adopted_set_.load(std::memory_order_acquire)) return false;
+  auto it =
+      std::lower_bound(adopted_.begin(), adopted_.end(), std::pair{id.home, std::uint64_t{0}});
+  return it != adopted_.end() && it->first == id.home && id.index < it->second;
+}
+
+void directory::adopt_homes(node_id span, std::uint64_t next_index,
+                            std::vector<std::pair<node_id, std::uint64_t>> adopted) {
+  if (adopted_set_.load(std::memory_order_relaxed))
+    fatal("internal error: a node's directory adopted homes twice");
+  std::sort(adopted.begin(), adopted.end());
+  adopted_ = std::move(adopted);
+  adopted_set_.store(true, std::memory_order_release);
+  std::uint64_t seen = next_index_.load(std::memory_order_relaxed);
+  while (seen < next_index && !next_index_.compare_exchange_weak(seen, next_index)) {
+  }
+  home_span_.store(std::max(span, nodes_), std::memory_order_release);
+}
+
+std::vector<std::pair<node_id, std::uint64_t>> directory::home_limits() const {
+  std::vector<std::pair<node_id, std::uint64_t>> limits;
+  limits.emplace_back(id_of(node), next_index_.load(std::memory_order_relaxed));
+  if (adopted_set_.load(std::memory_order_acquire))
+    limits.insert(limits.end(), adopted_.begin(), adopted_.end());
+  return limits;
 }
 
 directory::~directory() {

@@ -178,12 +178,25 @@ class directory {
   std::uint64_t next_index() noexcept {
     return next_index_.fetch_add(1, std::memory_order_relaxed);
   }
-  /// Whether this node has handed out `index` (objects it created). An object created here
-  /// keeps its entry here until it is destroyed, so a handed-out index without a route is
-  /// a destroyed object's.
-  bool index_issued(std::uint64_t index) const noexcept {
-    return index != 0 && index < next_index_.load(std::memory_order_relaxed);
-  }
+  /// Whether the home of `id` (this node, see home_node()) has handed out its index. An
+  /// object keeps its entry at its home until it is destroyed, so a handed-out index without
+  /// a route is a destroyed object's.
+  bool index_issued(const object_id& id) const noexcept;
+
+  /// The node that answers for the objects created on node `home`: that node, or after a
+  /// restart on fewer nodes than the checkpoint's (ADR 50), `home % nodes` (their home field
+  /// stays as it was, so that the application's pointers stay valid).
+  node_id home_node(node_id home) const noexcept { return home < nodes_ ? home : home % nodes_; }
+  /// Home fields objects may carry: the job's node count, or more after a restart from a
+  /// larger job.
+  node_id home_span() const noexcept { return home_span_.load(std::memory_order_acquire); }
+  /// A restart (ADR 50), before any traffic: objects may carry homes below `span`; this node
+  /// goes on numbering its own objects from `next_index`, and answers for the objects of the
+  /// former nodes in `adopted` (home, the next index that home would have handed out).
+  void adopt_homes(node_id span, std::uint64_t next_index,
+                   std::vector<std::pair<node_id, std::uint64_t>> adopted);
+  /// For a checkpoint: (home, next index) of this node and of the homes it adopted.
+  std::vector<std::pair<node_id, std::uint64_t>> home_limits() const;
 
   /// The objects resident on this node (for load balancing). Call with the entry's lock
   /// held, when its residence changes.
@@ -196,6 +209,11 @@ class directory {
   std::atomic<object_hooks*> hooks{nullptr};
 
   node_runtime& node;  ///< whose directory this is
+  /// A checkpoint or a restart is under way (restoration.cpp): load balancers' moves are
+  /// refused (migrate_resident), so that every object is packed or installed exactly once.
+  std::atomic<bool> migrations_frozen{false};
+  /// migrate_resident calls under way (a freeze waits for them).
+  std::atomic<unsigned> moves_starting{0};
   /// The job is ending (node_extension::quiesce): no more sweeps when idle.
   std::atomic<bool> ending{false};
   /// Sweeps of an idle node (entry_collection.cpp): when the next may run (steady_clock
@@ -240,6 +258,11 @@ class directory {
   std::atomic<std::size_t> inserted_{0};   // since the last claim_sweep()
   std::atomic<std::uint64_t> changes_{0};  // written under insert_lock_
   std::atomic<std::uint64_t> next_index_{1};
+  node_id nodes_;  // the job's node count
+  std::atomic<node_id> home_span_;
+  // Set once by adopt_homes (before any traffic), read without a lock afterwards; sorted.
+  std::vector<std::pair<node_id, std::uint64_t>> adopted_;
+  std::atomic<bool> adopted_set_{false};
   mutable std::mutex residents_lock_;
   std::vector<object_entry*> residents_;
 };

@@ -59,26 +59,41 @@ bool dead(node_runtime& n, const object_entry& e, const object_state* s, bool kn
   if (!holds_nothing(s)) return false;
   if (known_destroyed || (s && s->state == residence::destroyed)) return true;
   // A home without a route: destroyed (its index was handed out) or never created.
-  return e.id().home == id_of(n) && e.current_route().version == 0;
+  return home_of(n, e.id()) == id_of(n) && e.current_route().version == 0;
 }
 
-std::vector<std::uint64_t> read_indices(const message& m, const char* what) {
+/// The objects a question, answer or notice names: created on node `home` (which may be a
+/// node of a checkpointed job that another node answers for now, ADR 50), by index.
+struct object_indices {
+  node_id home = 0;
+  std::vector<std::uint64_t> indices;
+};
+
+/// A question, answer or notice is the home (as a 64-bit word) and 1 to
+/// indices_per_message indices.
+object_indices read_indices(node_runtime& n, const message& m, const char* what) {
   const std::size_t bytes = m.header.payload_size;
-  if (bytes == 0 || bytes % sizeof(std::uint64_t) != 0 ||
-      bytes / sizeof(std::uint64_t) > indices_per_message)
+  const std::size_t words = bytes / sizeof(std::uint64_t);
+  if (bytes % sizeof(std::uint64_t) != 0 || words < 2 || words - 1 > indices_per_message)
     throw deserialization_error(std::string(what) + " has " + std::to_string(bytes) +
-                                " bytes, not a list of 1 to " +
+                                " bytes, not a home and a list of 1 to " +
                                 std::to_string(indices_per_message) + " object indices");
-  std::vector<std::uint64_t> indices(bytes / sizeof(std::uint64_t));
-  std::memcpy(indices.data(), m.payload(), bytes);
-  return indices;
+  std::uint64_t home = 0;
+  std::memcpy(&home, m.payload(), sizeof home);
+  if (home >= directory_of(n).home_span())
+    throw deserialization_error(std::string(what) + " names objects of node " +
+                                std::to_string(home) + ", which no object can come from");
+  object_indices out{static_cast<node_id>(home), std::vector<std::uint64_t>(words - 1)};
+  std::memcpy(out.indices.data(), m.payload() + sizeof home, bytes - sizeof home);
+  return out;
 }
 
 /// On an object's home: whether it is destroyed.
-bool destroyed_at_home(node_runtime& n, std::uint64_t index) {
+bool destroyed_at_home(node_runtime& n, node_id home, std::uint64_t index) {
   directory& dir = directory_of(n);
-  if (!dir.index_issued(index)) return false;  // never created: nothing to say
-  object_entry* e = dir.find(object_id{id_of(n), 0, index});
+  const object_id id{home, 0, index};
+  if (!dir.index_issued(id)) return false;  // never created: nothing to say
+  object_entry* e = dir.find(id);
   if (!e) return true;
   std::lock_guard guard(e->lock);
   const object_state* s = e->state_if_any();
@@ -86,11 +101,15 @@ bool destroyed_at_home(node_runtime& n, std::uint64_t index) {
   return e->current_route().version == 0;
 }
 
-void post_indices(node_runtime& n, const handler_entry& handler, node_id to,
+void post_indices(node_runtime& n, const handler_entry& handler, node_id to, node_id home,
                   const std::vector<std::uint64_t>& indices) {
+  std::vector<std::uint64_t> words;
   for (std::size_t at = 0; at < indices.size(); at += indices_per_message) {
     const std::size_t count = std::min(indices_per_message, indices.size() - at);
-    post_protocol_message(n, handler, to, indices.data() + at, count * sizeof(std::uint64_t));
+    words.assign(1, home);
+    words.insert(words.end(), indices.begin() + static_cast<std::ptrdiff_t>(at),
+                 indices.begin() + static_cast<std::ptrdiff_t>(at + count));
+    post_protocol_message(n, handler, to, words.data(), words.size() * sizeof(std::uint64_t));
   }
 }
 
@@ -110,9 +129,9 @@ constexpr handler_entry arrival_handler(std::string_view name) {
 // Home -> asker: these objects (of the home) are destroyed.
 void destroyed_answer(node_runtime& n, const message& m) {
   const grace_read_section reading;
-  const node_id home = m.header.source;
-  for (const std::uint64_t index : read_indices(m, "a list of destroyed objects"))
-    if (object_entry* e = directory_of(n).find(object_id{home, 0, index})) {
+  const object_indices named = read_indices(n, m, "a list of destroyed objects");
+  for (const std::uint64_t index : named.indices)
+    if (object_entry* e = directory_of(n).find(object_id{named.home, 0, index})) {
       if (learn_destroyed(n, *e)) directory_of(n).freed_by_sweeps.fetch_add(1);
     }
 }
@@ -124,9 +143,11 @@ const bool destroyed_answer_registered = handler_registry::add(&destroyed_answer
 void which_destroyed(node_runtime& n, const message& m) {
   const grace_read_section reading;
   std::vector<std::uint64_t> destroyed;
-  for (const std::uint64_t index : read_indices(m, "a question about destroyed objects"))
-    if (destroyed_at_home(n, index)) destroyed.push_back(index);
-  if (!destroyed.empty()) post_indices(n, destroyed_answer_entry, m.header.source, destroyed);
+  const object_indices asked = read_indices(n, m, "a question about destroyed objects");
+  for (const std::uint64_t index : asked.indices)
+    if (destroyed_at_home(n, asked.home, index)) destroyed.push_back(index);
+  if (!destroyed.empty())
+    post_indices(n, destroyed_answer_entry, m.header.source, asked.home, destroyed);
 }
 handler_entry which_destroyed_entry =
     arrival_handler<which_destroyed>("roam.mobile.which_destroyed");
@@ -135,8 +156,9 @@ const bool which_destroyed_registered = handler_registry::add(&which_destroyed_e
 // Destroying node -> home: the object is destroyed.
 void object_destroyed(node_runtime& n, const message& m) {
   const grace_read_section reading;
-  for (const std::uint64_t index : read_indices(m, "a destruction notice"))
-    if (object_entry* e = directory_of(n).find(object_id{id_of(n), 0, index}))
+  const object_indices named = read_indices(n, m, "a destruction notice");
+  for (const std::uint64_t index : named.indices)
+    if (object_entry* e = directory_of(n).find(object_id{named.home, 0, index}))
       (void)learn_destroyed(n, *e);
 }
 handler_entry object_destroyed_entry =
@@ -174,16 +196,15 @@ bool learn_destroyed(node_runtime& n, object_entry& e) {
 
 void tell_home_destroyed(node_runtime& n, const object_id& id) {
   (void)object_destroyed_registered;
-  if (id.home == id_of(n)) return;
-  const std::uint64_t index = id.index;
-  post_protocol_message(n, object_destroyed_entry, id.home, &index, sizeof index);
+  const node_id home = home_of(n, id);
+  if (home == id_of(n)) return;
+  post_indices(n, object_destroyed_entry, home, id.home, {id.index});
 }
 
 void ask_home_if_destroyed(node_runtime& n, const object_id& id) {
   (void)which_destroyed_registered;
   (void)destroyed_answer_registered;
-  const std::uint64_t index = id.index;
-  post_protocol_message(n, which_destroyed_entry, id.home, &index, sizeof index);
+  post_indices(n, which_destroyed_entry, home_of(n, id), id.home, {id.index});
 }
 
 void sweep_directory(node_runtime& n) {
@@ -194,12 +215,13 @@ void sweep_directory(node_runtime& n) {
   // Objects of other homes that this node neither holds nor keeps messages for.
   std::map<node_id, std::vector<std::uint64_t>> by_home;
   dir.for_each_entry([&](object_entry& e) {
-    if (e.id().home == id_of(n)) return;
+    if (home_of(n, e.id()) == id_of(n)) return;
     std::lock_guard guard(e.lock);
     if (!e.collected() && holds_nothing_but_waiting(e.state_if_any()))
       by_home[e.id().home].push_back(e.id().index);
   });
-  for (const auto& [home, indices] : by_home) post_indices(n, which_destroyed_entry, home, indices);
+  for (const auto& [home, indices] : by_home)
+    post_indices(n, which_destroyed_entry, dir.home_node(home), home, indices);
   grace_collect();
 }
 

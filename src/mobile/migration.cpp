@@ -335,7 +335,8 @@ void install_migrated_object(node_runtime& n, message_ptr& m, object_unpack_func
   message_reader r(m);
   install_wire ih;
   r.read(&ih, sizeof ih);
-  if (ih.id.type != m->header.handler || ih.id.index == 0 || ih.id.home >= size_of(n))
+  if (ih.id.type != m->header.handler || ih.id.index == 0 ||
+      ih.id.home >= directory_of(n).home_span())
     throw deserialization_error("an install message names object " + std::to_string(ih.id.home) +
                                 ":" + std::to_string(ih.id.index) + " of type #" +
                                 std::to_string(ih.id.type) + " but carries type #" +

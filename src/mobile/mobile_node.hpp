@@ -23,6 +23,11 @@ struct held_object {
 };
 
 directory& directory_of(node_runtime& n) noexcept;
+/// The node that answers for `id`'s home: id.home itself, unless a restart on fewer nodes
+/// made another node adopt it (directory::home_node, ADR 50).
+inline node_id home_of(node_runtime& n, const object_id& id) noexcept {
+  return directory_of(n).home_node(id.home);
+}
 /// The load-balancing layer's hooks on `n` (set_object_hooks), or null.
 object_hooks* hooks_of(node_runtime& n) noexcept;
 
@@ -34,13 +39,14 @@ enum class location_outcome {
   never_created,   ///< unknown at its home node
   destroyed,       ///< destroyed here, or (at its home) destroyed and its entry collected
 };
-/// Location gate: where the object of `oh` is, as this node (`here`) knows it; `r` is the
-/// route to forward along. Versions only grow along a forwarding path, so a message never
-/// circles. `issued_here`: `here` created the object (its index was handed out here), so a
-/// home without a route knows it destroyed (ADR 46). The caller holds the entry's lock.
+/// Location gate: where the object of `oh` is, as this node (`here`) knows it; `home` is the
+/// node that answers for the object's home (home_of); `r` is the route to forward along.
+/// Versions only grow along a forwarding path, so a message never circles. `issued_here`:
+/// `here` is that home and has handed out the object's index, so a home without a route
+/// knows it destroyed (ADR 46). The caller holds the entry's lock.
 location_outcome location_gate(const object_state& s, const object_entry& e,
-                               const object_message_header& oh, node_id here, bool issued_here,
-                               route& r);
+                               const object_message_header& oh, node_id here, node_id home,
+                               bool issued_here, route& r);
 
 object_message_header read_object_header(const message& m);
 void write_object_header(message& m, const object_message_header& oh) noexcept;

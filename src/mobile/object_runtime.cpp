@@ -309,8 +309,17 @@ double resident_load(node_runtime& n) {
 
 bool migrate_resident(node_runtime& n, const object_id& id, node_id dest) {
   if (dest >= size_of(n) || dest == id_of(n)) return false;
+  directory& dir = directory_of(n);
+  // Announced before the frozen flag is read (both sequentially consistent): a freeze that
+  // waits for the announced moves cannot miss one that read the flag clear.
+  const struct move_scope {
+    explicit move_scope(directory& d) : dir(d) { dir.moves_starting.fetch_add(1); }
+    ~move_scope() { dir.moves_starting.fetch_sub(1); }
+    directory& dir;
+  } moving(dir);
+  if (dir.migrations_frozen.load()) return false;
   const grace_read_section reading;
-  object_entry* e = directory_of(n).find(id);
+  object_entry* e = dir.find(id);
   if (!e) return false;
   {
     std::lock_guard guard(e->lock);
@@ -333,16 +342,16 @@ bool migrate_resident(node_runtime& n, const object_id& id, node_id dest) {
 }
 
 location_outcome location_gate(const object_state& s, const object_entry& e,
-                               const object_message_header& oh, node_id here, bool issued_here,
-                               route& r) {
+                               const object_message_header& oh, node_id here, node_id home,
+                               bool issued_here, route& r) {
   if (s.state == residence::destroyed) return location_outcome::destroyed;
   if (s.state == residence::resident) return location_outcome::resident;
   r = e.current_route();
   // The home keeps a route to every object it created until the object is destroyed.
-  if (r.version == 0 && here == oh.target.home)
+  if (r.version == 0 && here == home)
     return issued_here ? location_outcome::destroyed : location_outcome::never_created;
   if (oh.version > r.version) return location_outcome::awaits_install;
-  if (r.version == 0) r.location = oh.target.home;  // no knowledge here: ask the creating node
+  if (r.version == 0) r.location = home;  // no knowledge here: ask the object's home
   return location_outcome::forward;
 }
 
@@ -448,7 +457,7 @@ void run_granted(node_runtime& n, object_entry& e, message_ptr& m, const object_
   if (oh.hops > 0) {
     const route r = e.current_route();
     if (r.location == id_of(n)) {
-      const node_id here = id_of(n), home = oh.target.home;
+      const node_id here = id_of(n), home = home_of(n, oh.target);
       if (oh.origin != here) send_location_update(n, oh.origin, oh.target, r);
       if (home != here && home != oh.origin) send_location_update(n, home, oh.target, r);
       if (oh.previous_hop != 0) {
@@ -492,7 +501,7 @@ handler_entry location_update_entry{
       // home without a route, had it removed because the object was destroyed: a route
       // learnt from a late update would send messages after it, where nobody knows it.
       object_entry* e = dir.find(u.id);
-      if (!e || (u.id.home == id_of(n) && e->current_route().version == 0)) return;
+      if (!e || (home_of(n, u.id) == id_of(n) && e->current_route().version == 0)) return;
       e->learn_route(u.where);
     }};
 
@@ -530,8 +539,9 @@ enum class gate_result {
 
 object_message_header checked_header(node_runtime& n, const message& m) {
   object_message_header oh = read_object_header(m);
-  if (oh.target.index == 0 || oh.target.home >= size_of(n) || oh.origin >= size_of(n) ||
-      oh.previous_hop > size_of(n) || oh.access > static_cast<std::uint8_t>(access::shared))
+  if (oh.target.index == 0 || oh.target.home >= directory_of(n).home_span() ||
+      oh.origin >= size_of(n) || oh.previous_hop > size_of(n) ||
+      oh.access > static_cast<std::uint8_t>(access::shared))
     throw deserialization_error("invalid object header (object " + std::to_string(oh.target.home) +
                                 ":" + std::to_string(oh.target.index) + ", origin " +
                                 std::to_string(oh.origin) + ", previous hop " +
@@ -546,9 +556,10 @@ gate_result pass_gates(node_runtime& n, object_entry& e, message_ptr& m, object_
   if (e.collected()) return gate_result::retry;
   object_state& s = e.state();
   route r;
-  const bool issued_here = s.state != residence::resident && oh.target.home == id_of(n) &&
-                           directory_of(n).index_issued(oh.target.index);
-  switch (location_gate(s, e, oh, id_of(n), issued_here, r)) {
+  const node_id home = home_of(n, oh.target);
+  const bool issued_here =
+      s.state != residence::resident && home == id_of(n) && directory_of(n).index_issued(oh.target);
+  switch (location_gate(s, e, oh, id_of(n), home, issued_here, r)) {
     case location_outcome::resident:
       break;
     case location_outcome::awaits_install: {
@@ -699,7 +710,7 @@ node_id route_object_message(node_runtime& n, message& m) {
   oh.origin = id_of(n);
   route r = e.current_route();
   oh.version = r.version;
-  m.header.dest = r.version ? r.location : oh.target.home;
+  m.header.dest = r.version ? r.location : home_of(n, oh.target);
   write_object_header(m, oh);
   return m.header.dest;
 }
@@ -755,7 +766,7 @@ node_id last_known_location(const object_id& id) {
   const grace_read_section reading;
   const object_entry* e = directory_of(n).find(id);  // no entry made for a lookup
   const route r = e ? e->current_route() : route{};
-  return r.version ? r.location : id.home;
+  return r.version ? r.location : home_of(n, id);
 }
 
 }  // namespace roam::detail

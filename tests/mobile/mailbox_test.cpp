@@ -205,29 +205,41 @@ TEST(LocationGate, ResidentAwaitingForwardNeverCreatedDestroyed) {
   {
     object_entry e(id);
     e.state().state = residence::resident;
-    EXPECT_EQ(location_gate(e.state(), e, oh, 0, false, r), location_outcome::resident);
+    EXPECT_EQ(location_gate(e.state(), e, oh, 0, 2, false, r), location_outcome::resident);
     e.state().state = residence::destroyed;
-    EXPECT_EQ(location_gate(e.state(), e, oh, 0, false, r), location_outcome::destroyed);
+    EXPECT_EQ(location_gate(e.state(), e, oh, 0, 2, false, r), location_outcome::destroyed);
   }
   {
     object_entry e(id);  // absent, nothing known: ask its home, or fail there
-    EXPECT_EQ(location_gate(e.state(), e, oh, 0, false, r), location_outcome::forward);
+    EXPECT_EQ(location_gate(e.state(), e, oh, 0, 2, false, r), location_outcome::forward);
     EXPECT_EQ(r.location, 2u);
-    EXPECT_EQ(location_gate(e.state(), e, oh, 2, false, r), location_outcome::never_created);
+    EXPECT_EQ(location_gate(e.state(), e, oh, 2, 2, false, r), location_outcome::never_created);
     // At its home, with its index handed out: destroyed, and its entry removed (ADR 46).
-    EXPECT_EQ(location_gate(e.state(), e, oh, 2, true, r), location_outcome::destroyed);
+    EXPECT_EQ(location_gate(e.state(), e, oh, 2, 2, true, r), location_outcome::destroyed);
     oh.version = 3;  // even for a sender that knew a later installation
-    EXPECT_EQ(location_gate(e.state(), e, oh, 2, true, r), location_outcome::destroyed);
+    EXPECT_EQ(location_gate(e.state(), e, oh, 2, 2, true, r), location_outcome::destroyed);
     oh.version = 0;
   }
   {
     object_entry e(id);  // absent, last seen on node 3 at version 4
     e.learn_route({4, 3});
     oh.version = 4;
-    EXPECT_EQ(location_gate(e.state(), e, oh, 0, false, r), location_outcome::forward);
+    EXPECT_EQ(location_gate(e.state(), e, oh, 0, 2, false, r), location_outcome::forward);
     EXPECT_EQ(r.location, 3u);
     oh.version = 5;  // the sender knows of a newer installation, here: wait for it
-    EXPECT_EQ(location_gate(e.state(), e, oh, 0, false, r), location_outcome::awaits_install);
+    EXPECT_EQ(location_gate(e.state(), e, oh, 0, 2, false, r), location_outcome::awaits_install);
+  }
+  {
+    // An object created on node 5 of a checkpointed job, restarted on 4 nodes: node 1 answers
+    // for its home (ADR 50), and the gate asks node 1, not node 5.
+    object_message_header adopted;
+    adopted.target = roam::object_id{5, 1, 9};
+    object_entry e(adopted.target);
+    EXPECT_EQ(location_gate(e.state(), e, adopted, 0, 1, false, r), location_outcome::forward);
+    EXPECT_EQ(r.location, 1u);
+    EXPECT_EQ(location_gate(e.state(), e, adopted, 1, 1, false, r),
+              location_outcome::never_created);
+    EXPECT_EQ(location_gate(e.state(), e, adopted, 1, 1, true, r), location_outcome::destroyed);
   }
 }
 

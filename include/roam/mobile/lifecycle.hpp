@@ -57,12 +57,14 @@ struct mobile_type {
   }
   static std::uint32_t id() {
     (void)registered;
+    (void)unpack_registered;
     return id_of(entry);
   }
 
   static constexpr std::string_view name = type_name<mobile_type<T>>();
   static inline handler_entry entry{name, &invoke, ~0u, &admit};
   static inline const bool registered = handler_registry::add(&entry);
+  static inline const bool unpack_registered = register_mobile_unpack(&entry, &unpack);
 };
 
 /// Builds a T from constructor arguments on the node chosen by make_mobile.

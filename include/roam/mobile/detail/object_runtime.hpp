@@ -88,6 +88,10 @@ using object_run_function = void (*)(node_runtime& n, void* object, message_ptr&
                                      const object_message_header& oh);
 /// Rebuilds an object of a registered mobile type from its packed bytes.
 using object_unpack_function = std::unique_ptr<object_box> (*)(message_reader& r);
+/// Registers a mobile type's unpack function under its install handler's entry (whose id is
+/// the type's id), for restarts from a checkpoint; mobile_type<T> does it at static
+/// initialization. Returns true.
+bool register_mobile_unpack(const handler_entry* entry, object_unpack_function unpack) noexcept;
 
 /// Delivery of an object message on node `n` (the invoke function of every object
 /// handler): runs it if the object is here, in order and its access is free; otherwise
