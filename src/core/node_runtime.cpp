@@ -169,6 +169,10 @@ void node_runtime::start_extensions() {
   call_extension_hooks(*this, &node_extension::start, false);
 }
 
+void node_runtime::prepare_extensions() {
+  call_extension_hooks(*this, &node_extension::prepare, false);
+}
+
 void node_runtime::quiesce_extensions() {
   call_extension_hooks(*this, &node_extension::quiesce, true);
 }

@@ -59,6 +59,8 @@ class node_runtime {
   /// Calls the extensions' start (process start), quiesce (the job's shutdown, before its
   /// last quiescence detection) and stop (process shutdown) functions.
   void start_extensions();
+  /// Calls the extensions' prepare hooks (the application thread, before the body).
+  void prepare_extensions();
   void quiesce_extensions();
   /// Calls the extensions' idle hooks (a worker about to park). True if one asked to be
   /// called again: the caller should not sleep much longer than a second.

@@ -261,6 +261,7 @@ int run_spmd(const config& cfg, std::function<void()> body) {
     bind_thread_to_node(&n);
     mark_application_thread(true);
     try {
+      n.prepare_extensions();
       const trace::region_scope traced("roam::run body", n.id());
       body();
     } catch (const std::exception& e) {

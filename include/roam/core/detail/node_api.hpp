@@ -114,6 +114,11 @@ struct node_extension {
   /// global roam::node_locals), which would misroute messages if processes numbered it
   /// differently.
   std::string (*fingerprint)() = nullptr;
+  /// Optional: called on every node's application thread before the body of roam::run, once
+  /// every process has started, in creation order. Like the body it may send messages, wait
+  /// and take part in collectives (every node calls it): the checkpoint layer restores a
+  /// checkpoint here.
+  void (*prepare)(void* state) = nullptr;
   /// Optional: called on every node once the body of roam::run has returned on every node,
   /// on the node's application thread (the node's workers still run), before the last
   /// quiescence detection of the job's shutdown. The extension stops originating work: its
