@@ -7,6 +7,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -104,6 +105,16 @@ std::uint32_t register_lazy_node_local(const node_local_kind& kind) {
   if (r.kinds.size() == most_lazy)
     throw usage_error("roam::node_local: more than " + std::to_string(most_lazy - 1) +
                       " global node_locals in one process");
+  if (kind.checkpoint_name) {
+    if (!*kind.checkpoint_name)
+      throw usage_error("roam::node_local(roam::checkpointed{name}): the name is empty");
+    for (std::size_t id = 1; id < r.kinds.size(); ++id)
+      if (r.alive[id] && r.kinds[id].checkpoint_name &&
+          std::string_view(r.kinds[id].checkpoint_name) == kind.checkpoint_name)
+        throw usage_error("roam::node_local(roam::checkpointed{\"" +
+                          std::string(kind.checkpoint_name) +
+                          "\"}): another checkpointed node_local has that name");
+  }
   r.kinds.push_back(kind);
   r.alive.push_back(true);
   return static_cast<std::uint32_t>(r.kinds.size() - 1);
@@ -113,6 +124,65 @@ void unregister_lazy_node_local(std::uint32_t id) noexcept {
   lazy_registry& r = lazies();
   std::lock_guard guard(r.lock);
   if (id < r.alive.size()) r.alive[id] = false;
+}
+
+std::vector<checkpointed_node_local> checkpointed_node_locals() {
+  lazy_registry& r = lazies();
+  std::lock_guard guard(r.lock);
+  std::vector<checkpointed_node_local> found;
+  for (std::size_t id = 1; id < r.kinds.size(); ++id)
+    if (r.alive[id] && r.kinds[id].checkpoint_name)
+      found.push_back({static_cast<std::uint32_t>(id), r.kinds[id].checkpoint_name,
+                       r.kinds[id].type_name, r.kinds[id].merge != nullptr});
+  return found;
+}
+
+namespace {
+/// The instance of lazy node_local `id` on `n` if it was made, else nullptr.
+void* made_instance(node_runtime& n, std::uint32_t id) {
+  if (id == 0 || id >= most_lazy) return nullptr;
+  auto* chunk = table_of(n).chunks[id / lazy_chunk].load(std::memory_order_acquire);
+  return chunk ? (*chunk)[id % lazy_chunk].load(std::memory_order_acquire) : nullptr;
+}
+}  // namespace
+
+bool save_node_local(node_runtime& n, std::uint32_t id, std::vector<std::byte>& out) {
+  void* instance = made_instance(n, id);
+  if (!instance) return false;
+  kind_of(id).save(instance, out);
+  return true;
+}
+
+void restore_node_local(node_runtime& n, std::uint32_t id, std::span<const std::byte> bytes) {
+  const node_local_kind kind = kind_of(id);
+  void* loaded = kind.load(bytes.data(), bytes.size());
+  node_local_table& t = table_of(n);
+  void* existing = nullptr;
+  {
+    std::lock_guard guard(t.lock);
+    auto* chunk = t.chunks[id / lazy_chunk].load(std::memory_order_relaxed);
+    if (!chunk) {
+      chunk = new node_local_table::chunk_type{};
+      t.chunks[id / lazy_chunk].store(chunk, std::memory_order_release);
+    }
+    auto& slot = (*chunk)[id % lazy_chunk];
+    existing = slot.load(std::memory_order_relaxed);
+    if (!existing) {
+      slot.store(loaded, std::memory_order_release);
+      return;
+    }
+  }
+  // Merged outside the lock: the merge function may use other node_locals.
+  struct discard {
+    const node_local_kind& kind;
+    void* instance;
+    ~discard() { kind.destroy(instance); }
+  } dropped{kind, loaded};
+  if (!kind.merge)
+    throw usage_error("roam::node_local(roam::checkpointed{\"" + std::string(kind.checkpoint_name) +
+                      "\"}) has no merge function, and node " + std::to_string(id_of(n)) +
+                      " restores the states of several nodes");
+  kind.merge(kind.owner, existing, loaded);
 }
 
 void* lazy_node_local(node_runtime& n, std::uint32_t id) {

@@ -34,9 +34,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
+#include <string>
 #include <type_traits>
 #include <typeinfo>
 #include <utility>
+#include <vector>
 
 namespace roam {
 
@@ -49,7 +52,34 @@ struct node_local_kind {
   void (*destroy)(void* instance) noexcept;
   const void* owner;
   const char* type_name;  ///< typeid(T).name(), for the binary fingerprint
+  /// A checkpointed node_local (roam::checkpointed): its name in checkpoints (owned by the
+  /// node_local); null otherwise, and then the functions below are null too.
+  const char* checkpoint_name = nullptr;
+  /// Appends the serialized instance to `out`.
+  void (*save)(const void* instance, std::vector<std::byte>& out) = nullptr;
+  /// Builds an instance from saved bytes; throws deserialization_error if they do not make
+  /// one.
+  void* (*load)(const std::byte* data, std::size_t size) = nullptr;
+  /// Merges `from` into `into` with the node_local's merge function; null without one.
+  void (*merge)(const void* owner, void* into, void* from) = nullptr;
 };
+
+/// A checkpointed global node_local, as checkpoints name it.
+struct checkpointed_node_local {
+  std::uint32_t id = 0;
+  std::string name;
+  std::string type;  ///< typeid(T).name()
+  bool mergeable = false;
+};
+/// The checkpointed global node_locals that exist, by id.
+std::vector<checkpointed_node_local> checkpointed_node_locals();
+/// Appends node `n`'s instance of checkpointed node_local `id`, serialized, to `out`;
+/// returns false (appending nothing) if `n` never made one.
+bool save_node_local(node_runtime& n, std::uint32_t id, std::vector<std::byte>& out);
+/// Gives node `n` the instance of checkpointed node_local `id` that `bytes` hold: as its
+/// instance if it has none yet, else merged into it (a usage_error without a merge
+/// function). Throws deserialization_error if the bytes do not make one.
+void restore_node_local(node_runtime& n, std::uint32_t id, std::span<const std::byte> bytes);
 
 /// Ids of node_local objects: lazy ones from a process-wide counter (globals are made in the
 /// same order by every process of one binary), collective ones from a counter of the node.
@@ -163,6 +193,13 @@ struct collective_t {
 };
 inline constexpr collective_t collective{};
 
+/// Tag of a checkpointed global node_local: roam::checkpoint saves each node's instance
+/// under `name`, and a run restarted from the checkpoint (--roam-restart) starts with them
+/// (docs/guide/checkpoint.md). Names are unique in a program.
+struct checkpointed {
+  std::string name;  ///< the state's name in checkpoints
+};
+
 /// One instance of T per node. See the file comment for the two ways to build one.
 /// Lifetime: a lazy node_local must outlive every roam::run that uses it (make it a global
 /// or a static); a collective one lives on the application thread of its node.
@@ -181,6 +218,46 @@ class node_local {
          },
          [](void* instance) noexcept { delete static_cast<T*>(instance); }, this,
          typeid(T).name()});
+  }
+  /// A global saved by roam::checkpoint and restored by a restart: each node's instance is
+  /// made with T() on first use, or restored from the checkpoint a run restarts from, where
+  /// node k gets the instance node k had. A restart on fewer nodes than the checkpoint's
+  /// needs `merge` for the instances of the nodes gone: node `k % nodes` gets each, merged
+  /// into its own (`merge(mine, std::move(other))`, in node order); without `merge` such a
+  /// restart stops at its start, naming the state. T must be serializable (as a message
+  /// argument) and default constructible. Throws roam::usage_error inside roam::run, or if
+  /// another checkpointed node_local has the same name.
+  explicit node_local(checkpointed tag, std::function<void(T& mine, T&& other)> merge = {})
+      : factory_(), checkpoint_name_(std::move(tag.name)), merge_(std::move(merge)) {
+    static_assert(std::is_default_constructible_v<T>,
+                  "roam::node_local<T>(roam::checkpointed{...}): T must be default "
+                  "constructible (a restart builds it, then loads its saved state)");
+    static_assert(detail::is_serializable<T>,
+                  "roam::node_local<T>(roam::checkpointed{...}): T must be serializable");
+    detail::node_local_kind kind{[](const void*) -> void* { return new T(); },
+                                 [](void* instance) noexcept { delete static_cast<T*>(instance); },
+                                 this, typeid(T).name()};
+    kind.checkpoint_name = checkpoint_name_.c_str();
+    kind.save = [](const void* instance, std::vector<std::byte>& out) {
+      detail::message_ptr m = detail::message::allocate(0);
+      detail::message_writer w(m);
+      detail::write_value(w, *static_cast<const T*>(instance));
+      w.finish();
+      out.insert(out.end(), m->payload(), m->payload() + m->header.payload_size);
+    };
+    kind.load = [](const std::byte* data, std::size_t size) -> void* {
+      auto made = std::make_unique<T>();
+      detail::message_reader r(data, size);
+      detail::read_value(r, *made);
+      r.expect_end();
+      return made.release();
+    };
+    if (merge_)
+      kind.merge = [](const void* owner, void* into, void* from) {
+        static_cast<const node_local*>(owner)->merge_(*static_cast<T*>(into),
+                                                      std::move(*static_cast<T*>(from)));
+      };
+    id_ = detail::register_lazy_node_local(kind);
   }
   /// Collective: built inside roam::run on every node in the same order (SPMD); this node's
   /// instance is T(args...). Throws roam::usage_error on a thread of no node.
@@ -306,6 +383,8 @@ class node_local {
   detail::node_runtime* node_ = nullptr;  // collective: the node that built it
   std::unique_ptr<T> owned_;              // collective: this node's instance
   std::function<T()> factory_;            // lazy: how each node's instance is made
+  std::string checkpoint_name_;           // checkpointed: its name in checkpoints
+  std::function<void(T&, T&&)> merge_;    // checkpointed: how a restart merges instances
   // Lazy: this run's instances, and every run's slots; local() const fills them too.
   mutable std::atomic<detail::node_local_slots*> slots_{nullptr};
   mutable std::unique_ptr<detail::node_local_slots> slots_owned_;
