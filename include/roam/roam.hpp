@@ -9,6 +9,7 @@
 #include <roam/am/remote_promise.hpp>
 #include <roam/am/send.hpp>
 #include <roam/base/error.hpp>
+#include <roam/checkpoint/checkpoint.hpp>
 #include <roam/core/config.hpp>
 #include <roam/core/runtime.hpp>
 #include <roam/lb/policy.hpp>

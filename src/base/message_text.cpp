@@ -46,7 +46,8 @@ const char* to_string(errc code) noexcept {
                                           "remote",
                                           "malformed_message",
                                           "device",
-                                          "out_of_device_memory"};
+                                          "out_of_device_memory",
+                                          "checkpoint"};
   return detail::enum_name(code, names);
 }
 

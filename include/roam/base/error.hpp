@@ -19,6 +19,7 @@ enum class errc : std::uint8_t {
   malformed_message,     ///< a payload or message is truncated or corrupt
   device,                ///< a device operation failed, or a device request cannot be met
   out_of_device_memory,  ///< a device has no room for an allocation
+  checkpoint,            ///< a checkpoint cannot be written, or read back
 };
 
 /// The code's name ("config", "usage", ...).
@@ -77,6 +78,14 @@ class deserialization_error : public error {
   /// An error with code errc::malformed_message.
   explicit deserialization_error(std::string_view message)
       : error(errc::malformed_message, message) {}
+};
+
+/// A checkpoint could not be written (roam::checkpoint), or one a restart reads is missing,
+/// truncated, corrupt or from another program.
+class checkpoint_error : public error {
+ public:
+  /// An error with code errc::checkpoint.
+  explicit checkpoint_error(std::string_view message) : error(errc::checkpoint, message) {}
 };
 
 /// A handler invoked through roam::call threw; the caller's future rethrows this.
