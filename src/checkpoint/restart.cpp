@@ -240,6 +240,12 @@ const detail::extension_key checkpoint_extension = detail::register_node_extensi
 
 }  // namespace
 
+bool detail::link_checkpoint_layer() noexcept {
+  (void)checkpoint_extension;
+  (void)restart_settings::registration();
+  return true;
+}
+
 bool restarted() {
   detail::node_runtime& n = detail::require_node("roam::restarted");
   return static_cast<checkpoint_node*>(detail::extension_state(n, checkpoint_extension))->restarted;

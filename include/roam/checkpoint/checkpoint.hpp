@@ -43,4 +43,11 @@ void checkpoint(const std::string& dir);
 /// Throws roam::usage_error on a thread of no node.
 bool restarted();
 
+namespace detail {
+/// Including this header links the checkpoint layer (so that --roam-restart works in every
+/// program that includes it, whether or not it calls roam::checkpoint).
+bool link_checkpoint_layer() noexcept;
+inline const bool checkpoint_layer_linked = link_checkpoint_layer();
+}  // namespace detail
+
 }  // namespace roam
