@@ -5,6 +5,7 @@
 
 #include <roam/am/buffer.hpp>
 #include <roam/am/serialization.hpp>
+#include <roam/checkpoint/detail/checkpoint_format.hpp>
 #include <roam/transport/message.hpp>
 
 #include <cereal/types/map.hpp>
@@ -86,6 +87,46 @@ void fingerprints(const fs::path& dir, const char* name, const std::string& ours
 
 }  // namespace
 
+// A checkpoint's files, each behind the byte that picks its decoder (checkpoint.cpp): whole
+// files (0, 1) and their bodies alone (2, 3).
+void checkpoint_files(const fs::path& dir) {
+  namespace format = roam::detail::checkpoint_format;
+  const fs::path scratch = fs::temp_directory_path() / "roam_write_seeds.ckpt";
+  auto seed = [&](const char* name, std::uint8_t decoder, std::vector<std::byte> bytes) {
+    bytes.insert(bytes.begin(), static_cast<std::byte>(decoder));
+    write_file(dir / name, bytes.data(), bytes.size());
+  };
+  {
+    format::file_writer w(scratch.string(), format::file_kind::node);
+    format::write_node_file_start(w, 3, 1);
+    format::write_state_count(w, 1);
+    const std::string state = "driver state";
+    format::write_state(w, "driver", "6driver", std::as_bytes(std::span(state)));
+    const std::string object = "packed object";
+    format::write_object(w, roam::object_id{1, 40, 7}, std::as_bytes(std::span(object)));
+    format::write_object(w, roam::object_id{5, 40, 2}, {});
+    w.finish();
+  }
+  std::vector<std::byte> node_file = format::read_file(scratch.string());
+  seed("node_file", 1, node_file);
+  seed("node_body", 3, {node_file.begin() + format::header_bytes, node_file.end()});
+  format::manifest m;
+  m.generation = 3;
+  m.handler_hash = 0x0123456789abcdefull;
+  m.home_span = 3;
+  m.next_index = {4, 9, 2};
+  m.nodes = {{1, node_file.size(), format::crc32(std::span(node_file).subspan(32))}, {0, 64, 0}};
+  const std::vector<std::byte> body = format::encode_manifest(m);
+  {
+    format::file_writer w(scratch.string(), format::file_kind::manifest);
+    w.write(body.data(), body.size());
+    w.finish();
+  }
+  seed("manifest_file", 0, format::read_file(scratch.string()));
+  seed("manifest_body", 2, body);
+  fs::remove(scratch);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: write_seeds CORPUS_DIR\n");
@@ -104,5 +145,6 @@ int main(int argc, char** argv) {
                "0 roam.core.reply\n1 roam.mobile.install\nsetting nodes-per-rank 1\n");
   fingerprints(corpus / "fingerprint", "longer", table, table + "2 extra\n");
   fingerprints(corpus / "fingerprint", "final_break", table, table.substr(0, table.size() - 1));
+  checkpoint_files(corpus / "checkpoint");
   return 0;
 }
