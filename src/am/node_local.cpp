@@ -82,10 +82,11 @@ std::string lazy_fingerprint() {
 }
 
 const extension_key table_extension = register_node_extension(
-    {"per-node state (roam::node_local)", 40,
-     [](node_runtime&) -> void* { return new node_local_table(); },
-     [](void* state) noexcept { delete static_cast<node_local_table*>(state); }, nullptr, nullptr,
-     lazy_fingerprint});
+    {.name = "per-node state (roam::node_local)",
+     .order = 40,
+     .make = [](node_runtime&) -> void* { return new node_local_table(); },
+     .destroy = [](void* state) noexcept { delete static_cast<node_local_table*>(state); },
+     .fingerprint = lazy_fingerprint});
 
 node_local_table& table_of(node_runtime& n) {
   return *static_cast<node_local_table*>(extension_state(n, table_extension));

@@ -225,11 +225,13 @@ struct node_balancer {
 };
 
 const detail::extension_key balancer_extension = detail::register_node_extension(
-    {"load balancing", 60, [](detail::node_runtime& n) -> void* { return new node_balancer(n); },
-     [](void* state) noexcept { delete static_cast<node_balancer*>(state); },
-     [](void* state) { static_cast<node_balancer*>(state)->start(); },
-     [](void* state) noexcept { static_cast<node_balancer*>(state)->stop(); }, nullptr,
-     [](void* state) { static_cast<node_balancer*>(state)->quiesce(); }});
+    {.name = "load balancing",
+     .order = 60,
+     .make = [](detail::node_runtime& n) -> void* { return new node_balancer(n); },
+     .destroy = [](void* state) noexcept { delete static_cast<node_balancer*>(state); },
+     .start = [](void* state) { static_cast<node_balancer*>(state)->start(); },
+     .stop = [](void* state) noexcept { static_cast<node_balancer*>(state)->stop(); },
+     .quiesce = [](void* state) { static_cast<node_balancer*>(state)->quiesce(); }});
 
 node_balancer& balancer_of(detail::node_runtime& n) {
   return *static_cast<node_balancer*>(detail::extension_state(n, balancer_extension));

@@ -114,11 +114,6 @@ struct node_extension {
   /// global roam::node_locals), which would misroute messages if processes numbered it
   /// differently.
   std::string (*fingerprint)() = nullptr;
-  /// Optional: called on every node's application thread before the body of roam::run, once
-  /// every process has started, in creation order. Like the body it may send messages, wait
-  /// and take part in collectives (every node calls it): the checkpoint layer restores a
-  /// checkpoint here.
-  void (*prepare)(void* state) = nullptr;
   /// Optional: called on every node once the body of roam::run has returned on every node,
   /// on the node's application thread (the node's workers still run), before the last
   /// quiescence detection of the job's shutdown. The extension stops originating work: its
@@ -132,6 +127,11 @@ struct node_extension {
   /// Returns true to be called again within about a second though nothing else wakes the
   /// worker.
   bool (*idle)(void* state) = nullptr;
+  /// Optional: called on every node's application thread before the body of roam::run, once
+  /// every process has started, in creation order. Like the body it may send messages, wait
+  /// and take part in collectives (every node calls it): the checkpoint layer restores a
+  /// checkpoint here.
+  void (*prepare)(void* state) = nullptr;
 };
 /// Names a registered extension.
 using extension_key = unsigned;
