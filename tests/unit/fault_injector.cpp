@@ -68,6 +68,12 @@ std::uint32_t id_of_channel_handler() {
   (void)ignoring_channel::registered;
   return roam::detail::id_of(ignoring_channel::entry);
 }
+void takes_flag(bool flag) { std::printf("flag %d\n", static_cast<int>(flag)); }
+using flag_channel = roam::detail::channel_handler<void (*)(bool)>;
+std::uint32_t id_of_flag_channel() {
+  (void)flag_channel::registered;
+  return roam::detail::id_of(flag_channel::entry);
+}
 
 // Recursion that the compiler cannot turn into a loop: each frame holds `pad` until the
 // deeper call returns. About 300 bytes a frame.
@@ -168,6 +174,13 @@ int main(int argc, char** argv) {
       } else if (mode == "channel-function-throws") {
         auto ch = roam::channel(throwing_handler);
         ch(1, 5);
+      } else if (mode == "bad-object-header") {
+        roam::detail::object_message_header oh;  // an object of node 99 in a 2-node job
+        oh.target = roam::object_id{99, 0, 1};
+        auto h = header_for(id_of_handler_named("roam.mobile.operation"), sizeof oh);
+        h.function = 0;
+        roam::detail::seal(h);
+        roam::detail::send_raw_for_testing(1, wire_bytes(h, &oh, sizeof oh));
       } else if (mode == "corrupt-bundle") {
         roam::detail::group_header g;  // announces more record bytes than follow it
         g.target = 1;
@@ -209,6 +222,24 @@ int main(int argc, char** argv) {
         h.function = 0;
         roam::detail::seal(h);
         roam::detail::send_raw_for_testing(1, wire_bytes(h, &bundle, sizeof bundle));
+      } else if (mode == "channel-bool-byte") {
+        // A fixed-size record of a bool parameter holding byte 2: reading it as a bool would
+        // be undefined behaviour.
+        struct {
+          roam::detail::group_header g;
+          std::uint8_t flag = 2;
+        } bundle;
+        bundle.g.target = 1;
+        bundle.g.count = 1;
+        bundle.g.bytes = 1;
+        bundle.g.record = 1;
+        bundle.g.handler = id_of_flag_channel();
+        bundle.g.function =
+            roam::detail::encode_function(reinterpret_cast<const void*>(&takes_flag));
+        auto h = header_for(id_of_handler_named("roam.core.bundle.unordered"), sizeof bundle.g + 1);
+        h.function = 0;
+        roam::detail::seal(h);
+        roam::detail::send_raw_for_testing(1, wire_bytes(h, &bundle, sizeof bundle.g + 1));
       } else if (mode == "channel-handler-alone") {
         auto h = header_for(id_of_channel_handler(), 0);  // outside any bundle
         roam::detail::send_raw_for_testing(1, wire_bytes(h, nullptr, 0));

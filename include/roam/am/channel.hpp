@@ -180,6 +180,19 @@ struct channel_handler {
       fn(pass_argument<std::tuple_element_t<I, params>>(std::get<I>(args))...);
   }
 
+  /// One argument of a fixed-size record. A bool is checked: a byte other than 0 or 1 read
+  /// as a bool is undefined behaviour (a corrupt record throws instead).
+  template <class A>
+  static void read_fixed(A& a, const std::byte* at) {
+    if constexpr (std::is_same_v<A, bool>) {
+      std::uint8_t byte = 0;
+      std::memcpy(&byte, at, 1);
+      a = checked_bool(byte);
+    } else {
+      std::memcpy(&a, at, sizeof a);
+    }
+  }
+
   static void run_batch(node_runtime&, node_id source, const std::byte* data, std::size_t bytes,
                         std::uint32_t count, std::uint64_t function) {
     H fn = resolve(function);
@@ -193,11 +206,8 @@ struct channel_handler {
       auto decode = [](const std::byte* record) {
         stored args;
         std::size_t offset = 0;
-        std::apply(
-            [&](auto&... a) {
-              ((std::memcpy(&a, record + offset, sizeof a), offset += sizeof a), ...);
-            },
-            args);
+        std::apply([&](auto&... a) { ((read_fixed(a, record + offset), offset += sizeof a), ...); },
+                   args);
         return args;
       };
       if constexpr (std::is_same_v<Ahead, no_look_ahead>) {
