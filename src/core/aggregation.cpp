@@ -86,22 +86,34 @@ std::string handler_label(std::uint32_t id) {
   return e ? "handler '" + std::string(e->name) + "'" : "handler #" + std::to_string(id);
 }
 
+}  // namespace
+
+bundle_group next_bundle_group(std::span<const std::byte>& rest) {
+  bundle_group group;
+  group_header& g = group.header;
+  if (rest.size() < sizeof g)
+    throw deserialization_error("a bundle ends with " + std::to_string(rest.size()) +
+                                " bytes, too few for a group header");
+  std::memcpy(&g, rest.data(), sizeof g);
+  rest = rest.subspan(sizeof g);
+  if (g.bytes > rest.size() || g.reserved != 0)
+    throw deserialization_error("a bundle group of " + handler_label(g.handler) + " announces " +
+                                std::to_string(g.bytes) + " bytes but " +
+                                std::to_string(rest.size()) + " remain (corrupt bundle)");
+  group.records = rest.first(g.bytes);
+  rest = rest.subspan(g.bytes);
+  return group;
+}
+
+namespace {
+
 void run_bundle(node_runtime& node, message_ptr& m) {
   const message_header h = m->header;
-  const std::byte* p = m->payload();
-  std::size_t left = h.payload_size;
-  while (left > 0) {
-    group_header g;
-    if (left < sizeof g)
-      throw deserialization_error("a bundle ends with " + std::to_string(left) +
-                                  " bytes, too few for a group header");
-    std::memcpy(&g, p, sizeof g);
-    p += sizeof g;
-    left -= sizeof g;
-    if (g.bytes > left || g.reserved != 0)
-      throw deserialization_error("a bundle group of " + handler_label(g.handler) + " announces " +
-                                  std::to_string(g.bytes) + " bytes but " + std::to_string(left) +
-                                  " remain (corrupt bundle)");
+  std::span<const std::byte> rest(m->payload(), h.payload_size);
+  while (!rest.empty()) {
+    const bundle_group group = next_bundle_group(rest);
+    const group_header& g = group.header;
+    const std::byte* p = group.records.data();
     // Admission took every record for another node out (routing.cpp): what runs here was
     // sent here, by the bundle's source or by a node whose records it relays.
     if (g.target != h.dest || !routed_from(node, g.origin, h.source))
@@ -140,8 +152,6 @@ void run_bundle(node_runtime& node, message_ptr& m) {
             " is not a channel handler (corrupt bundle, or a "
             "different binary?)");
     }
-    p += g.bytes;
-    left -= g.bytes;
   }
 }
 

@@ -65,6 +65,24 @@ std::string record_problem(const message_header& h, std::uint32_t handler, const
 // rejects one anywhere else). Registered so that its records have a handler id.
 handler_entry carried_message_handler{"roam.core.carried", nullptr};
 
+std::optional<routed_record> next_routed_record(std::span<const std::byte>& rest,
+                                                std::uint32_t record_size) noexcept {
+  routed_record r;
+  std::uint32_t length = record_size;
+  std::size_t head = sizeof r.to;
+  if (rest.size() < head) return std::nullopt;
+  std::memcpy(&r.to, rest.data(), sizeof r.to);
+  if (record_size == length_prefixed_records) {
+    if (rest.size() < head + sizeof length) return std::nullopt;
+    std::memcpy(&length, rest.data() + head, sizeof length);
+    head += sizeof length;
+  }
+  if (rest.size() - head < length) return std::nullopt;
+  r.bytes = rest.subspan(sizeof r.to, head - sizeof r.to + length);
+  rest = rest.subspan(head + length);
+  return r;
+}
+
 bool routed_from(node_runtime& here, node_id origin, node_id source) noexcept {
   if (origin == source) return true;
   const process_runtime& p = here.process();
@@ -294,24 +312,14 @@ bool admit_routed_bundle(node_runtime& here, message_ptr& m, lane_order order) {
       group_header plain = g;
       plain.target = self;
       plain.count = 0;
+      std::span<const std::byte> records(p, g.bytes);
       for (std::uint32_t i = 0; i < g.count; ++i) {
-        node_id to = 0;
-        std::uint32_t length = g.record;
-        std::size_t head = sizeof to;
-        if (static_cast<std::size_t>(end - p) < sizeof to)
-          throw deserialization_error(record_problem(h, g.handler, "is truncated"));
-        std::memcpy(&to, p, sizeof to);
-        if (g.record == length_prefixed_records) {
-          if (static_cast<std::size_t>(end - p) < sizeof to + sizeof length)
-            throw deserialization_error(record_problem(h, g.handler, "is truncated"));
-          std::memcpy(&length, p + sizeof to, sizeof length);
-          head += sizeof length;
-        }
-        if (static_cast<std::size_t>(end - p) - head < length)
-          throw deserialization_error(record_problem(h, g.handler, "is truncated"));
-        const std::size_t bytes = head - sizeof to + length;  // the record as it travels on
-        const std::byte* record = p + sizeof to;
-        p += head + length;
+        const std::optional<routed_record> next = next_routed_record(records, g.record);
+        if (!next) throw deserialization_error(record_problem(h, g.handler, "is truncated"));
+        const node_id to = next->to;
+        const std::size_t bytes = next->bytes.size();  // the record as it travels on
+        const std::byte* record = next->bytes.data();
+        p = records.data();
         // Sent here directly, or to be relayed from here: no other node of its path.
         if (to >= grid.nodes || grid.next_hop(h.source, to) != self)
           throw deserialization_error(record_problem(

@@ -36,6 +36,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
+#include <span>
 
 namespace roam::detail {
 
@@ -62,6 +64,29 @@ struct group_header {
 static_assert(sizeof(group_header) == 40);
 inline constexpr std::uint32_t per_record_target = ~0u;
 inline constexpr std::uint32_t length_prefixed_records = ~0u;
+
+/// A group of a bundle as its bytes hold it: the header, and the record bytes after it.
+struct bundle_group {
+  group_header header;
+  std::span<const std::byte> records;
+};
+/// The group at the front of `rest`, the bytes of a bundle not read yet, and moves `rest`
+/// past it. Throws deserialization_error when `rest` does not hold a group header and the
+/// record bytes it announces, or its reserved word is not 0. A pure function of the bytes
+/// (fuzzed: fuzz/bundle.cpp); whether the group may arrive here (its target and path) and
+/// its records are checked by the caller and the channel's handler.
+bundle_group next_bundle_group(std::span<const std::byte>& rest);
+/// A record of a routed group (target per_record_target): the node it is for, and its bytes
+/// as they travel on (its length first when the group's records are length-prefixed).
+struct routed_record {
+  node_id to = 0;
+  std::span<const std::byte> bytes;
+};
+/// The record at the front of `rest`, the routed group's record bytes not read yet, of
+/// records `record_size` bytes long (or length_prefixed_records), and moves `rest` past it;
+/// nullopt (nothing moved) when `rest` is too short for it. Pure (fuzzed: fuzz/bundle.cpp).
+std::optional<routed_record> next_routed_record(std::span<const std::byte>& rest,
+                                                std::uint32_t record_size) noexcept;
 
 /// Ordered lanes keep a thread's messages to one node in order with its direct sends;
 /// unordered ones are not flushed by direct sends (their records may run before or after
