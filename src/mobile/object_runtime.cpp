@@ -70,6 +70,25 @@ directory& directory_of(node_runtime& n) noexcept {
   return *static_cast<directory*>(extension_state(n, directory_extension));
 }
 
+object_message_header decode_object_header(std::span<const std::byte> payload, node_id nodes,
+                                           node_id home_span) {
+  if (payload.size() < sizeof(object_message_header))
+    throw deserialization_error("a message to a mobile object has " +
+                                std::to_string(payload.size()) +
+                                " payload bytes, fewer than its object header");
+  object_message_header oh;
+  std::memcpy(&oh, payload.data(), sizeof oh);
+  if (oh.target.index == 0 || oh.target.home >= home_span || oh.origin >= nodes ||
+      oh.previous_hop > nodes || oh.access > static_cast<std::uint8_t>(access::shared) ||
+      oh.operation > operation_gather)
+    throw deserialization_error("invalid object header (object " + std::to_string(oh.target.home) +
+                                ":" + std::to_string(oh.target.index) + ", origin " +
+                                std::to_string(oh.origin) + ", previous hop " +
+                                std::to_string(static_cast<long long>(oh.previous_hop) - 1) +
+                                ", operation " + std::to_string(oh.operation) + ")");
+  return oh;
+}
+
 object_message_header read_object_header(const message& m) {
   if (m.header.payload_size < sizeof(object_message_header))
     throw deserialization_error("a message to a mobile object has " +
@@ -538,15 +557,8 @@ enum class gate_result {
 };
 
 object_message_header checked_header(node_runtime& n, const message& m) {
-  object_message_header oh = read_object_header(m);
-  if (oh.target.index == 0 || oh.target.home >= directory_of(n).home_span() ||
-      oh.origin >= size_of(n) || oh.previous_hop > size_of(n) ||
-      oh.access > static_cast<std::uint8_t>(access::shared))
-    throw deserialization_error("invalid object header (object " + std::to_string(oh.target.home) +
-                                ":" + std::to_string(oh.target.index) + ", origin " +
-                                std::to_string(oh.origin) + ", previous hop " +
-                                std::to_string(static_cast<long long>(oh.previous_hop) - 1) + ")");
-  return oh;
+  return decode_object_header(std::span(m.payload(), m.header.payload_size), size_of(n),
+                              directory_of(n).home_span());
 }
 
 /// The three gates (see the file comment) for a message that has not passed them.

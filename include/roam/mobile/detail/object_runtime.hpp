@@ -13,6 +13,7 @@
 #include <concepts>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -46,6 +47,13 @@ struct object_message_header {
   std::uint32_t previous_hop = 0;
 };
 static_assert(sizeof(object_message_header) == 48);
+/// The object header at the front of the payload of a message to a mobile object, checked
+/// for a job of `nodes` nodes whose objects carry homes below `home_span`: throws
+/// deserialization_error when the payload is too short or a field is out of range. A pure
+/// function of the bytes (fuzzed: fuzz/object_header.cpp); the gates check the rest against
+/// the node's directory.
+object_message_header decode_object_header(std::span<const std::byte> payload, node_id nodes,
+                                           node_id home_span);
 
 /// A mobile object's value with its type erased.
 class object_box {
