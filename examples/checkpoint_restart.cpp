@@ -8,6 +8,7 @@
 //   mpiexec -n 3 checkpoint_restart --steps 40 --roam-restart ckpt
 #include <roam/roam.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -128,9 +129,14 @@ int main(int argc, char** argv) {
       roam::barrier_all_handled();
       if (every > 0 && !dir.empty() && (d.step + 1) % every == 0 && d.step + 1 < steps) {
         ++d.step;  // saved as the next step to run
+        const auto start = std::chrono::steady_clock::now();
         roam::checkpoint(dir);
+        const std::chrono::duration<double, std::milli> took =
+            std::chrono::steady_clock::now() - start;
         --d.step;
-        if (drives) std::printf("checkpoint after step %d in %s\n", d.step + 1, dir.c_str());
+        if (drives)
+          std::printf("checkpoint after step %d in %s (%.1f ms)\n", d.step + 1, dir.c_str(),
+                      took.count());
       }
     }
     if (!drives) return;

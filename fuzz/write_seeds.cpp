@@ -6,6 +6,8 @@
 #include <roam/am/buffer.hpp>
 #include <roam/am/serialization.hpp>
 #include <roam/checkpoint/detail/checkpoint_format.hpp>
+#include <roam/core/detail/aggregation.hpp>
+#include <roam/mobile/detail/object_runtime.hpp>
 #include <roam/transport/message.hpp>
 
 #include <cereal/types/map.hpp>
@@ -127,6 +129,72 @@ void checkpoint_files(const fs::path& dir) {
   fs::remove(scratch);
 }
 
+// Bundles' payloads: a plain group of fixed records, a length-prefixed group, and a routed
+// group of each kind (the layout aggregation.cpp and routing.cpp write).
+void bundles(const fs::path& dir) {
+  std::vector<std::byte> bytes;
+  auto put = [&bytes](const void* data, std::size_t size) {
+    const auto* p = static_cast<const std::byte*>(data);
+    bytes.insert(bytes.end(), p, p + size);
+  };
+  auto group = [&](std::uint32_t target, std::uint32_t count, std::uint32_t record,
+                   std::uint32_t size) {
+    group_header g;
+    g.handler = 5;
+    g.count = count;
+    g.bytes = size;
+    g.target = target;
+    g.origin = 1;
+    g.record = record;
+    put(&g, sizeof g);
+  };
+  const std::uint32_t values[3] = {7, 8, 9};
+  group(2, 3, 4, sizeof values);
+  put(values, sizeof values);
+  const std::uint32_t lengths[2] = {3, 1};
+  group(2, 2, length_prefixed_records, 4 + 3 + 4 + 1);
+  put(&lengths[0], 4);
+  put("abc", 3);
+  put(&lengths[1], 4);
+  put("d", 1);
+  write_file(dir / "plain_groups", bytes.data(), bytes.size());
+  bytes.clear();
+  const std::uint32_t to[2] = {3, 2};
+  group(per_record_target, 2, 4, 2 * (4 + 4));
+  put(&to[0], 4);
+  put(&values[0], 4);
+  put(&to[1], 4);
+  put(&values[1], 4);
+  group(per_record_target, 1, length_prefixed_records, 4 + 4 + 3);
+  put(&to[0], 4);
+  put(&lengths[0], 4);
+  put("xyz", 3);
+  write_file(dir / "routed_groups", bytes.data(), bytes.size());
+}
+
+// Object headers behind the node count and home span bytes (object_header.cpp): a handler's
+// message on its first hop, and a forwarded migration request.
+void object_headers(const fs::path& dir) {
+  auto seed = [&](const char* name, const object_message_header& oh) {
+    std::vector<std::byte> bytes{std::byte{3}, std::byte{2}};  // 4 nodes, homes below 6
+    const auto* p = reinterpret_cast<const std::byte*>(&oh);
+    bytes.insert(bytes.end(), p, p + sizeof oh);
+    bytes.insert(bytes.end(), 8, std::byte{0x2a});  // the handler's arguments
+    write_file(dir / name, bytes.data(), bytes.size());
+  };
+  object_message_header oh;
+  oh.target = roam::object_id{5, 9, 17};
+  oh.seq = 3;
+  oh.origin = 2;
+  oh.version = 1;
+  seed("first_hop", oh);
+  oh.operation = operation_migrate;
+  oh.hops = 2;
+  oh.previous_hop = 4;
+  oh.access = 0;
+  seed("forwarded_migration", oh);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: write_seeds CORPUS_DIR\n");
@@ -146,5 +214,7 @@ int main(int argc, char** argv) {
   fingerprints(corpus / "fingerprint", "longer", table, table + "2 extra\n");
   fingerprints(corpus / "fingerprint", "final_break", table, table.substr(0, table.size() - 1));
   checkpoint_files(corpus / "checkpoint");
+  bundles(corpus / "bundle");
+  object_headers(corpus / "object_header");
   return 0;
 }
