@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -96,12 +97,24 @@ int main(int argc, char** argv) {
     const std::string dir = text_option(argc, argv, "--checkpoint-dir");
     driver& d = *state;
     const bool drives = roam::this_node() == 0;
-    if (drives && !roam::restarted()) {
-      for (int i = 0; i < blocks_count; ++i) {
+    if (!roam::restarted()) {
+      // Every node makes its share of the blocks (block i on node i % nodes); node 0 keeps
+      // them all, in order, and links the neighbours.
+      std::vector<std::pair<int, roam::mobile_ptr<block>>> mine;
+      for (int i = static_cast<int>(roam::this_node()); i < blocks_count;
+           i += static_cast<int>(roam::num_nodes())) {
         block b;
         b.cells.assign(8 + (i * 37) % 41, 0.0);  // uneven blocks: irregular work
-        d.blocks.push_back(roam::make_mobile<block>(roam::node(i % roam::num_nodes()), b));
+        mine.emplace_back(i, roam::make_mobile<block>(b));
       }
+      const auto made = roam::gather(mine);
+      if (drives) {
+        d.blocks.resize(blocks_count);
+        for (const auto& part : made)
+          for (const auto& [i, b] : part) d.blocks[i] = b;
+      }
+    }
+    if (drives && !roam::restarted()) {
       for (int i = 0; i < blocks_count; ++i) {
         auto& b = d.blocks[i];
         b.send(

@@ -267,6 +267,18 @@ void write_object(file_writer& w, const object_id& id, std::span<const std::byte
   w.write(bytes.data(), bytes.size());
 }
 
+void sync_directory(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0)
+    throw checkpoint_error("cannot open the directory '" + path + "': " + std::strerror(errno));
+  const int failed = ::fsync(fd);
+  const int code = errno;
+  ::close(fd);
+  if (failed != 0)
+    throw checkpoint_error("cannot flush the directory '" + path +
+                           "' to storage: " + std::strerror(code));
+}
+
 std::vector<std::byte> read_file(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw checkpoint_error("cannot open '" + path + "': " + std::strerror(errno));

@@ -94,6 +94,7 @@ node_report write_node_file(detail::node_runtime& n, const fs::path& dir,
     std::error_code ec;
     fs::rename(temporary, final_path, ec);
     if (ec) throw checkpoint_error("cannot rename '" + temporary.string() + "': " + ec.message());
+    format::sync_directory(dir.string());  // the rename too survives a power loss
   } catch (const error& e) {
     remove_quietly(temporary);
     report.error = e.message();
@@ -104,11 +105,23 @@ node_report write_node_file(detail::node_runtime& n, const fs::path& dir,
   return report;
 }
 
+/// Removes the node files of every generation but `generation` from `dir`: the previous
+/// checkpoint's, and those a failed or interrupted attempt left.
+void remove_other_generations(const fs::path& dir, std::uint64_t generation) {
+  const std::string kept = ".g" + std::to_string(generation) + ".ckpt";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool node_file = name.starts_with("node") && name.find(".g") != std::string::npos &&
+                           (name.ends_with(".ckpt") || name.ends_with(".ckpt.tmp"));
+    if (node_file && !name.ends_with(kept)) remove_quietly(entry.path());
+  }
+}
+
 /// Node 0: the manifest of the reports, then the previous checkpoint's files go. Returns
 /// what went wrong, or an empty string.
 std::string write_manifest(const fs::path& dir, std::uint64_t generation,
-                           const std::vector<node_report>& reports,
-                           const std::optional<format::manifest>& previous) {
+                           const std::vector<node_report>& reports) {
   format::manifest m;
   m.generation = generation;
   m.handler_hash = detail::handler_table_hash();
@@ -129,13 +142,13 @@ std::string write_manifest(const fs::path& dir, std::uint64_t generation,
     std::error_code ec;
     fs::rename(temporary, path, ec);
     if (ec) throw checkpoint_error("cannot rename '" + temporary.string() + "': " + ec.message());
+    // On storage before the previous checkpoint goes: a power loss leaves one or the other.
+    format::sync_directory(dir.string());
   } catch (const checkpoint_error& e) {
     remove_quietly(temporary);
     return "node 0: " + e.message();
   }
-  if (previous && previous->generation != generation)
-    for (std::uint32_t k = 0; k < previous->nodes.size(); ++k)
-      remove_quietly(dir / format::node_file_name(k, previous->generation));
+  remove_other_generations(dir, generation);
   return {};
 }
 
@@ -177,11 +190,10 @@ void checkpoint(const std::string& dir_name) {
         outcome +=
             (outcome.empty() ? "" : "; ") + ("node " + std::to_string(k) + ": ") + reports[k].error;
     if (failed > 4) outcome += "; and " + std::to_string(failed - 4) + " more nodes";
-    if (outcome.empty()) outcome = write_manifest(dir, start.generation, reports, previous);
+    if (outcome.empty()) outcome = write_manifest(dir, start.generation, reports);
     if (!outcome.empty())  // the files of this attempt go; the previous checkpoint stays
       for (std::uint32_t k = 0; k < reports.size(); ++k)
-        if (!previous || previous->generation != start.generation)
-          remove_quietly(dir / format::node_file_name(k, start.generation));
+        remove_quietly(dir / format::node_file_name(k, start.generation));
   }
   outcome = broadcast_value(outcome);
   if (!outcome.empty())

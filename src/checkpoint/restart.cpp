@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 
 namespace roam {
 
@@ -48,6 +49,10 @@ class restoration {
     read_manifest();
     choose_objects();
     for (auto& [node, file] : files_) check(node, file);
+    // This node's own state first: once past the barrier, other nodes may already tell it
+    // where objects of the homes it adopts are.
+    detail::freeze_migrations(n_, true);
+    adopt_homes();
     // Every node has checked what it reads: only now does anything get installed.
     barrier();
     install();
@@ -124,13 +129,21 @@ class restoration {
         throw checkpoint_error("it holds " + std::to_string(file.contents.objects.size()) +
                                " objects, where the manifest says " +
                                std::to_string(expected.objects));
-      for (const format::saved_object& o : file.contents.objects)
-        if (o.id.home >= manifest_.home_span || !detail::is_mobile_type(o.id.type))
-          throw checkpoint_error("object " + std::to_string(o.id.home) + ":" +
-                                 std::to_string(o.id.index) + " has type #" +
-                                 std::to_string(o.id.type) +
-                                 ", which is no mobile type here, "
-                                 "or a home beyond the manifest's");
+      std::uint64_t position = file_first_.at(j);
+      for (const format::saved_object& o : file.contents.objects) {
+        const std::string named =
+            "object " + std::to_string(o.id.home) + ":" + std::to_string(o.id.index);
+        if (o.id.home >= manifest_.home_span || o.id.index >= manifest_.next_index[o.id.home])
+          throw checkpoint_error(named + " has an id its home never handed out");
+        if (!detail::is_mobile_type(o.id.type))
+          throw checkpoint_error(named + " has type #" + std::to_string(o.id.type) +
+                                 ", which is no mobile type of this program");
+        // Two copies of one object would be installed twice: refused where they meet.
+        if (position >= begin_ && position < end_ &&
+            !installing_.insert({o.id.home, o.id.index}).second)
+          throw checkpoint_error(named + " is saved twice");
+        ++position;
+      }
       check_states(j, file.contents);
     } catch (const checkpoint_error& e) {
       fail(file.path + ": " + e.message());
@@ -170,8 +183,9 @@ class restoration {
     return j == me || (j >= nodes && j % nodes == me);
   }
 
-  void install() {
-    detail::freeze_migrations(n_, true);
+  /// Objects may carry the checkpoint's homes; this node answers for those of the nodes
+  /// gone that map to it, and numbers its own objects after the checkpoint's.
+  void adopt_homes() {
     const std::uint32_t nodes = detail::size_of(n_), me = detail::id_of(n_);
     const std::uint32_t span = std::max(manifest_.home_span, nodes);
     std::vector<std::pair<node_id, std::uint64_t>> adopted;
@@ -179,6 +193,9 @@ class restoration {
       if (h % nodes == me) adopted.emplace_back(h, manifest_.next_index[h]);
     detail::adopt_object_homes(n_, span, me < manifest_.home_span ? manifest_.next_index[me] : 1,
                                std::move(adopted));
+  }
+
+  void install() {
     std::vector<object_id> restored;
     for (const auto& [j, file] : files_) {
       std::uint64_t position = file_first_.at(j);
@@ -220,7 +237,8 @@ class restoration {
   std::map<std::uint32_t, loaded_file> files_;  // by node of the checkpoint, in order
   std::map<std::uint32_t, std::uint64_t> file_first_;
   std::map<std::string, std::uint32_t> local_ids_;
-  std::map<std::string, unsigned> restored_instances_;  // saved instances this node restores
+  std::map<std::string, unsigned> restored_instances_;      // saved instances this node restores
+  std::set<std::pair<node_id, std::uint64_t>> installing_;  // the objects this node installs
 };
 
 const detail::extension_key checkpoint_extension = detail::register_node_extension(

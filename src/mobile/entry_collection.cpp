@@ -70,8 +70,10 @@ struct object_indices {
 };
 
 /// A question, answer or notice is the home (as a 64-bit word) and 1 to
-/// indices_per_message indices.
-object_indices read_indices(node_runtime& n, const message& m, const char* what) {
+/// indices_per_message indices; `answering` is the node that must answer for that home
+/// (the receiver of a question or notice, the sender of an answer).
+object_indices read_indices(node_runtime& n, const message& m, const char* what,
+                            node_id answering) {
   const std::size_t bytes = m.header.payload_size;
   const std::size_t words = bytes / sizeof(std::uint64_t);
   if (bytes % sizeof(std::uint64_t) != 0 || words < 2 || words - 1 > indices_per_message)
@@ -80,9 +82,11 @@ object_indices read_indices(node_runtime& n, const message& m, const char* what)
                                 std::to_string(indices_per_message) + " object indices");
   std::uint64_t home = 0;
   std::memcpy(&home, m.payload(), sizeof home);
-  if (home >= directory_of(n).home_span())
+  if (home >= directory_of(n).home_span() ||
+      directory_of(n).home_node(static_cast<node_id>(home)) != answering)
     throw deserialization_error(std::string(what) + " names objects of node " +
-                                std::to_string(home) + ", which no object can come from");
+                                std::to_string(home) + ", which node " + std::to_string(answering) +
+                                " does not answer for");
   object_indices out{static_cast<node_id>(home), std::vector<std::uint64_t>(words - 1)};
   std::memcpy(out.indices.data(), m.payload() + sizeof home, bytes - sizeof home);
   return out;
@@ -129,7 +133,7 @@ constexpr handler_entry arrival_handler(std::string_view name) {
 // Home -> asker: these objects (of the home) are destroyed.
 void destroyed_answer(node_runtime& n, const message& m) {
   const grace_read_section reading;
-  const object_indices named = read_indices(n, m, "a list of destroyed objects");
+  const object_indices named = read_indices(n, m, "a list of destroyed objects", m.header.source);
   for (const std::uint64_t index : named.indices)
     if (object_entry* e = directory_of(n).find(object_id{named.home, 0, index})) {
       if (learn_destroyed(n, *e)) directory_of(n).freed_by_sweeps.fetch_add(1);
@@ -143,7 +147,7 @@ const bool destroyed_answer_registered = handler_registry::add(&destroyed_answer
 void which_destroyed(node_runtime& n, const message& m) {
   const grace_read_section reading;
   std::vector<std::uint64_t> destroyed;
-  const object_indices asked = read_indices(n, m, "a question about destroyed objects");
+  const object_indices asked = read_indices(n, m, "a question about destroyed objects", id_of(n));
   for (const std::uint64_t index : asked.indices)
     if (destroyed_at_home(n, asked.home, index)) destroyed.push_back(index);
   if (!destroyed.empty())
@@ -156,7 +160,7 @@ const bool which_destroyed_registered = handler_registry::add(&which_destroyed_e
 // Destroying node -> home: the object is destroyed.
 void object_destroyed(node_runtime& n, const message& m) {
   const grace_read_section reading;
-  const object_indices named = read_indices(n, m, "a destruction notice");
+  const object_indices named = read_indices(n, m, "a destruction notice", id_of(n));
   for (const std::uint64_t index : named.indices)
     if (object_entry* e = directory_of(n).find(object_id{named.home, 0, index}))
       (void)learn_destroyed(n, *e);

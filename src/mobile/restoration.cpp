@@ -22,6 +22,7 @@ namespace {
 struct unpack_registry {
   std::mutex lock;
   std::vector<std::pair<const handler_entry*, object_unpack_function>> types;
+  std::vector<object_unpack_function> by_id;  // indexed by type id, once the ids are known
 };
 unpack_registry& unpacks() {
   static unpack_registry r;
@@ -31,9 +32,21 @@ unpack_registry& unpacks() {
 object_unpack_function unpack_function_of(std::uint32_t type) noexcept {
   auto& r = unpacks();
   std::lock_guard guard(r.lock);
-  for (const auto& [entry, unpack] : r.types)
-    if (entry->id == type) return unpack;
-  return nullptr;
+  if (r.by_id.empty()) {
+    // Ids are given when the first run seals the handler table: before, look them up as
+    // they are (nothing is cached).
+    const bool sealed = std::all_of(r.types.begin(), r.types.end(),
+                                    [](const auto& t) { return t.first->id != ~0u; });
+    if (!sealed) {
+      for (const auto& [entry, unpack] : r.types)
+        if (entry->id == type) return unpack;
+      return nullptr;
+    }
+    r.by_id.assign(handler_registry::size(), nullptr);
+    for (const auto& [entry, unpack] : r.types)
+      if (entry->id < r.by_id.size()) r.by_id[entry->id] = unpack;
+  }
+  return type < r.by_id.size() ? r.by_id[type] : nullptr;
 }
 
 /// One restored object's route, for its home.
@@ -74,6 +87,7 @@ bool register_mobile_unpack(const handler_entry* entry, object_unpack_function u
   auto& r = unpacks();
   std::lock_guard guard(r.lock);
   r.types.emplace_back(entry, unpack);
+  r.by_id.clear();  // a type registered late (a library loaded in between) joins the table
   return true;
 }
 

@@ -73,12 +73,13 @@ def main():
     if a.mode == "inproc":
         for nodes in (2, 3, 4):
             expect_same(reference, inproc(exe, nodes, "--roam-restart", "c4"), restarted_at=20)
-        # A restarted run checkpoints in turn (homes adopted on 3 nodes), and that checkpoint
-        # restarts on more nodes than either.
+        # A restarted run checkpoints in turn (node 0 answering for node 3's blocks on 3
+        # nodes), and that checkpoint restarts on fewer and on more nodes than either.
         expect_same(reference, inproc(exe, 3, "--roam-restart", "c4", "--checkpoint-every", "10",
                                       "--checkpoint-dir", "c3"), restarted_at=20)
         expect_same(reference, inproc(exe, 6, "--roam-restart", "c3", placement="block"),
                     restarted_at=30)
+        expect_same(reference, inproc(exe, 2, "--roam-restart", "c3"), restarted_at=30)
     elif a.mode == "mpi":
         launcher = shlex.split(a.mpiexec)
         mpi_env = {"ROAM_TRANSPORT": "mpi"}

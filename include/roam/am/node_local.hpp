@@ -224,7 +224,8 @@ class node_local {
   /// node k gets the instance node k had. A restart on fewer nodes than the checkpoint's
   /// needs `merge` for the instances of the nodes gone: node `k % nodes` gets each, merged
   /// into its own (`merge(mine, std::move(other))`, in node order); without `merge` such a
-  /// restart stops at its start, naming the state. T must be serializable (as a message
+  /// restart stops at its start, naming the state. `merge` runs on the node's application
+  /// thread before the body of roam::run. T must be serializable (as a message
   /// argument) and default constructible. Throws roam::usage_error inside roam::run, or if
   /// another checkpointed node_local has the same name.
   explicit node_local(checkpointed tag, std::function<void(T& mine, T&& other)> merge = {})

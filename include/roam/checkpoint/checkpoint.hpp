@@ -19,9 +19,11 @@
 
 namespace roam {
 
-/// Writes a checkpoint of the job into directory `dir` (created if missing; shared by all
-/// ranks under MPI): every mobile object, and every node's instance of each checkpointed
-/// node_local (roam::checkpointed). A later run with `--roam-restart dir` starts with them.
+/// Writes a checkpoint of the job into directory `dir` (created if missing; a relative path
+/// is taken from each process's working directory, and under MPI every rank must reach the
+/// same directory, on a shared file system): every mobile object, and every node's instance of each
+/// checkpointed node_local (roam::checkpointed). A later run with `--roam-restart dir` starts with
+/// them.
 ///
 /// - Collective: every node's application thread calls it, with the same `dir`, like
 ///   roam::barrier(). It first waits until every message sent anywhere has been handled, as

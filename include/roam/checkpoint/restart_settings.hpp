@@ -8,6 +8,7 @@
 namespace roam {
 
 /// Whether a run starts from a checkpoint, and where its objects go (docs/guide/checkpoint.md).
+/// Read once, when roam::run starts (before the body); changing them later does nothing.
 /// Read and change them through roam::config: `cfg.of<roam::restart_settings>().directory`,
 /// or `cfg.set("restart", "ckpt")`.
 struct restart_settings {
@@ -16,8 +17,8 @@ struct restart_settings {
     /// Each object on the node it was on when the node count is the checkpoint's, else
     /// as `block`.
     automatic,
-    /// The objects in checkpoint order (by node, then in the order they became resident)
-    /// cut into one run of equal count per node: neighbours stay together.
+    /// The objects in checkpoint order (by the node they were on) cut into one run of
+    /// equal count per node: the objects of one node of the checkpoint stay together.
     block,
   };
   /// The checkpoint directory the run starts from (--roam-restart); empty: a fresh run.

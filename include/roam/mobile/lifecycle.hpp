@@ -12,7 +12,8 @@
 // Lifetime: a mobile_ptr does not own its object (no reference counting): an object lives
 // until roam::destroy, or until roam::run returns, when the objects still alive are
 // destroyed after the workers have stopped (their destructors must not call roam then).
-// A mobile_ptr is valid only within the roam::run that created its object.
+// A mobile_ptr is valid only within the roam::run that created its object, and in runs
+// restarted from a checkpoint of it (roam::checkpoint).
 #pragma once
 
 #include <roam/mobile/mobile_ptr.hpp>

@@ -70,10 +70,13 @@ class mobile_ptr {
 
   /// False for the null pointer.
   explicit operator bool() const noexcept { return id_.index != 0; }
-  /// The node that created the object (it can always find it).
+  /// The node that created the object, which can always find it. After a restart from a
+  /// checkpoint on fewer nodes it may be beyond num_nodes(): node `home() % num_nodes()`
+  /// answers for it then (docs/guide/checkpoint.md).
   node_id home() const noexcept { return id_.home; }
-  /// The object's number on its home node (unique there, never reused within one
-  /// roam::run; a mobile_ptr is meaningless in another run).
+  /// The object's number on its home node (unique there, never reused). A mobile_ptr is
+  /// meaningless in another run, except in one restarted from a checkpoint of this run
+  /// (roam::checkpoint), where it names the same object.
   std::uint64_t index() const noexcept { return id_.index; }
 
   /// True when both name the same object (or both are null).

@@ -15,7 +15,8 @@ enum class access : std::uint8_t { exclusive = 0, shared = 1 };
 
 /// Identity of a mobile object: the node that created it, its index there (never reused;
 /// 0 means null), and the type it was created with (the registry id of the type's
-/// install handler, the same on every rank).
+/// install handler, the same on every rank). Kept by a restart from a checkpoint, even on
+/// fewer nodes than the home's number (ADR 50).
 struct object_id {
   std::uint32_t home = 0;   ///< the node that created it
   std::uint32_t type = 0;   ///< the registry id of its type (the same on every rank)

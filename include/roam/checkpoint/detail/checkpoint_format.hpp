@@ -109,6 +109,10 @@ void write_state(file_writer& w, std::string_view name, std::string_view type,
                  std::span<const std::byte> bytes);
 void write_object(file_writer& w, const object_id& id, std::span<const std::byte> bytes);
 
+/// Flushes directory `path` (the renames and removals in it) to stable storage; throws
+/// roam::checkpoint_error naming it if it cannot.
+void sync_directory(const std::string& path);
+
 /// Reads a whole file; throws roam::checkpoint_error naming it if it cannot.
 std::vector<std::byte> read_file(const std::string& path);
 

@@ -21,7 +21,7 @@ namespace roam::detail {
 void freeze_migrations(node_runtime& n, bool frozen) noexcept;
 
 /// Packs every object resident on `n` and calls `visit(id, bytes)` for each (its identity,
-/// type included, and its serialized value), in the order they became resident here,
+/// type included, and its serialized value), in the directory's order of resident objects,
 /// without holding a lock. Call at quiescence with migrations frozen (roam::checkpoint): an
 /// object with handlers running or messages waiting is a usage_error (something sent during
 /// the checkpoint). Returns how many it packed.
