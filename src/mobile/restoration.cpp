@@ -14,15 +14,17 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 
 namespace roam::detail {
 
 namespace {
 
+// Mobile types' unpack functions by their install handler's entry: the handler table maps
+// a type id to its entry.
 struct unpack_registry {
   std::mutex lock;
-  std::vector<std::pair<const handler_entry*, object_unpack_function>> types;
-  std::vector<object_unpack_function> by_id;  // indexed by type id, once the ids are known
+  std::unordered_map<const handler_entry*, object_unpack_function> by_entry;
 };
 unpack_registry& unpacks() {
   static unpack_registry r;
@@ -30,23 +32,12 @@ unpack_registry& unpacks() {
 }
 
 object_unpack_function unpack_function_of(std::uint32_t type) noexcept {
+  const handler_entry* entry = handler_registry::find(type);
+  if (!entry) return nullptr;
   auto& r = unpacks();
   std::lock_guard guard(r.lock);
-  if (r.by_id.empty()) {
-    // Ids are given when the first run seals the handler table: before, look them up as
-    // they are (nothing is cached).
-    const bool sealed = std::all_of(r.types.begin(), r.types.end(),
-                                    [](const auto& t) { return t.first->id != ~0u; });
-    if (!sealed) {
-      for (const auto& [entry, unpack] : r.types)
-        if (entry->id == type) return unpack;
-      return nullptr;
-    }
-    r.by_id.assign(handler_registry::size(), nullptr);
-    for (const auto& [entry, unpack] : r.types)
-      if (entry->id < r.by_id.size()) r.by_id[entry->id] = unpack;
-  }
-  return type < r.by_id.size() ? r.by_id[type] : nullptr;
+  const auto it = r.by_entry.find(entry);
+  return it == r.by_entry.end() ? nullptr : it->second;
 }
 
 /// One restored object's route, for its home.
@@ -86,8 +77,7 @@ const bool restored_routes_registered = handler_registry::add(&restored_routes_e
 bool register_mobile_unpack(const handler_entry* entry, object_unpack_function unpack) noexcept {
   auto& r = unpacks();
   std::lock_guard guard(r.lock);
-  r.types.emplace_back(entry, unpack);
-  r.by_id.clear();  // a type registered late (a library loaded in between) joins the table
+  r.by_entry.emplace(entry, unpack);
   return true;
 }
 
