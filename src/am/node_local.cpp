@@ -92,6 +92,23 @@ node_local_table& table_of(node_runtime& n) {
   return *static_cast<node_local_table*>(extension_state(n, table_extension));
 }
 
+/// The instance of lazy node_local `id` (1 to most_lazy - 1) in `t` if it was made, else
+/// nullptr. Without a lock.
+void* made_instance(const node_local_table& t, std::uint32_t id) {
+  auto* chunk = t.chunks[id / lazy_chunk].load(std::memory_order_acquire);
+  return chunk ? (*chunk)[id % lazy_chunk].load(std::memory_order_acquire) : nullptr;
+}
+
+/// The slot of lazy node_local `id` in `t`, its chunk made if needed (t.lock held).
+std::atomic<void*>& slot_of(node_local_table& t, std::uint32_t id) {
+  auto* chunk = t.chunks[id / lazy_chunk].load(std::memory_order_relaxed);
+  if (!chunk) {
+    chunk = new node_local_table::chunk_type{};
+    t.chunks[id / lazy_chunk].store(chunk, std::memory_order_release);
+  }
+  return (*chunk)[id % lazy_chunk];
+}
+
 }  // namespace
 
 std::uint32_t register_lazy_node_local(const node_local_kind& kind) {
@@ -138,17 +155,8 @@ std::vector<checkpointed_node_local> checkpointed_node_locals() {
   return found;
 }
 
-namespace {
-/// The instance of lazy node_local `id` on `n` if it was made, else nullptr.
-void* made_instance(node_runtime& n, std::uint32_t id) {
-  if (id == 0 || id >= most_lazy) return nullptr;
-  auto* chunk = table_of(n).chunks[id / lazy_chunk].load(std::memory_order_acquire);
-  return chunk ? (*chunk)[id % lazy_chunk].load(std::memory_order_acquire) : nullptr;
-}
-}  // namespace
-
 bool save_node_local(node_runtime& n, std::uint32_t id, std::vector<std::byte>& out) {
-  void* instance = made_instance(n, id);
+  void* instance = made_instance(table_of(n), id);
   if (!instance) return false;
   kind_of(id).save(instance, out);
   return true;
@@ -161,12 +169,7 @@ void restore_node_local(node_runtime& n, std::uint32_t id, std::span<const std::
   void* existing = nullptr;
   {
     std::lock_guard guard(t.lock);
-    auto* chunk = t.chunks[id / lazy_chunk].load(std::memory_order_relaxed);
-    if (!chunk) {
-      chunk = new node_local_table::chunk_type{};
-      t.chunks[id / lazy_chunk].store(chunk, std::memory_order_release);
-    }
-    auto& slot = (*chunk)[id % lazy_chunk];
+    auto& slot = slot_of(t, id);
     existing = slot.load(std::memory_order_relaxed);
     if (!existing) {
       slot.store(loaded, std::memory_order_release);
@@ -191,9 +194,7 @@ void* lazy_node_local(node_runtime& n, std::uint32_t id) {
   if (id == 0 || id >= most_lazy)
     fatal("a message names node_local #" + std::to_string(id) +
           ", which this program does not have");
-  auto* chunk = t.chunks[id / lazy_chunk].load(std::memory_order_acquire);
-  if (chunk)
-    if (void* instance = (*chunk)[id % lazy_chunk].load(std::memory_order_acquire)) return instance;
+  if (void* instance = made_instance(t, id)) return instance;
   node_local_kind kind{};
   {
     lazy_registry& r = lazies();
@@ -206,12 +207,7 @@ void* lazy_node_local(node_runtime& n, std::uint32_t id) {
   // Built outside the lock: T() or the factory may use other node_locals, or wait.
   void* made = kind.make(kind.owner);
   std::lock_guard guard(t.lock);
-  chunk = t.chunks[id / lazy_chunk].load(std::memory_order_relaxed);
-  if (!chunk) {
-    chunk = new node_local_table::chunk_type{};
-    t.chunks[id / lazy_chunk].store(chunk, std::memory_order_release);
-  }
-  auto& slot = (*chunk)[id % lazy_chunk];
+  auto& slot = slot_of(t, id);
   if (void* first = slot.load(std::memory_order_relaxed)) {
     kind.destroy(made);  // another thread of the node made it meanwhile
     return first;
