@@ -203,8 +203,9 @@ std::string node_file_name(std::uint32_t node, std::uint64_t generation) {
 file_writer::file_writer(std::string path, file_kind kind) : path_(std::move(path)), kind_(kind) {
   file_ = std::fopen(path_.c_str(), "wb");
   if (!file_) fail("cannot create");
-  const container_header placeholder{};
-  if (std::fwrite(&placeholder, sizeof placeholder, 1, file_) != 1) fail("cannot write");
+  // The header, zeroed until finish() knows the body's size and CRC.
+  const container_header blank{};
+  if (std::fwrite(&blank, sizeof blank, 1, file_) != 1) fail("cannot write");
 }
 
 file_writer::~file_writer() {

@@ -100,8 +100,8 @@ class restoration {
     }
     for (std::uint64_t j = 0; j < old_nodes; ++j) {
       const bool objects = first[j] < end_ && begin_ < first[j + 1];
-      const bool states = j == me || (j >= nodes && j % nodes == me);
-      if (objects || states) files_.emplace(static_cast<std::uint32_t>(j), loaded_file{});
+      if (objects || restores_states_of(static_cast<std::uint32_t>(j)))
+        files_.emplace(static_cast<std::uint32_t>(j), loaded_file{});
     }
     for (auto& [j, file] : files_) {
       file.path = path_of(format::node_file_name(j, manifest_.generation));
@@ -166,8 +166,7 @@ class restoration {
                                detail::demangled(it->type.c_str()));
       local_ids_[std::string(s.name)] = it->id;
       // A second saved instance for this node must be merged into the first.
-      if (contents_restores_states(j) && ++restored_instances_[std::string(s.name)] > 1 &&
-          !it->mergeable)
+      if (restores_states_of(j) && ++restored_instances_[std::string(s.name)] > 1 && !it->mergeable)
         throw checkpoint_error(
             "node " + std::to_string(j) + "'s node_local '" + std::string(s.name) +
             "' must be merged into node " + std::to_string(detail::id_of(n_)) + "'s (the run has " +
@@ -178,7 +177,7 @@ class restoration {
   }
 
   /// Whether this node restores the states of file `j` (rather than only objects of it).
-  bool contents_restores_states(std::uint32_t j) const {
+  bool restores_states_of(std::uint32_t j) const {
     const std::uint64_t nodes = detail::size_of(n_), me = detail::id_of(n_);
     return j == me || (j >= nodes && j % nodes == me);
   }
@@ -215,7 +214,7 @@ class restoration {
     }
     // Node_local states: this node's own first, then those of nodes gone, in node order.
     for (const auto& [j, file] : files_) {
-      if (!contents_restores_states(j)) continue;
+      if (!restores_states_of(j)) continue;
       for (const format::saved_state& s : file.contents.states) try {
           detail::restore_node_local(n_, local_ids_.at(std::string(s.name)), s.bytes);
         } catch (const std::exception& e) {

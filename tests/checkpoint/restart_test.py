@@ -80,6 +80,13 @@ def main():
         expect_same(reference, inproc(exe, 6, "--roam-restart", "c3", placement="block"),
                     restarted_at=30)
         expect_same(reference, inproc(exe, 2, "--roam-restart", "c3"), restarted_at=30)
+        # Three checkpoints into one directory: only the last one's files stay.
+        expect_same(reference, inproc(exe, 4, "--checkpoint-every", "10", "--checkpoint-dir", "cg"))
+        kept = sorted(os.listdir("cg"))
+        wanted = sorted(["roam-checkpoint"] + [f"node{k}.g3.ckpt" for k in range(4)])
+        if kept != wanted:
+            sys.exit(f"FAILED: after 3 checkpoints cg holds {kept}, not {wanted}")
+        expect_same(reference, inproc(exe, 3, "--roam-restart", "cg"), restarted_at=30)
     elif a.mode == "mpi":
         launcher = shlex.split(a.mpiexec)
         mpi_env = {"ROAM_TRANSPORT": "mpi"}
