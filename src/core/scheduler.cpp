@@ -63,7 +63,25 @@ scheduler::scheduler(node_runtime& node, options opt, std::function<bool()> prog
     deques_.push_back(std::make_unique<work_stealing_deque>());
 }
 
-scheduler::~scheduler() { stop(); }
+scheduler::~scheduler() {
+  stop();
+  discard_queued_messages();
+}
+
+void scheduler::discard_queued_messages() noexcept {
+  // Once every node of the process has stopped, only uncounted messages can still be queued
+  // (the job ended on quiescence of everything counted): a location update or a balancer's
+  // report that another node's worker posted here after this node's workers had stopped.
+  // Nobody needs them; they are freed, not left to leak with the queue.
+  auto discard_all = [](work_queue& q) {
+    while (work_item* w = q.pop())
+      if (w->execute == &node_runtime::execute) message_deleter{}(static_cast<message*>(w));
+  };
+  for (auto& q : queues_) discard_all(q->queue);
+  for (auto& q : resumed_) discard_all(q->queue);
+  discard_all(inject_.queue);
+  discard_all(yielded_.queue);
+}
 
 void scheduler::start() {
   for (unsigned i = 0; i < queues_.size(); ++i)

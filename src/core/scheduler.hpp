@@ -131,6 +131,8 @@ class scheduler {
     return moved;
   }
   void wake_if_nobody_searches() noexcept;
+  /// Frees the messages still queued once the workers have stopped (the destructor).
+  void discard_queued_messages() noexcept;
   void worker_main(unsigned index);
   /// The loop of a worker thread, on a fiber (run_worker_loop).
   void worker_loop();
