@@ -4,6 +4,8 @@
 // overlaps a running handler.
 #include "mobile_node.hpp"
 
+#include <roam/mobile/detail/migration_pack.hpp>
+
 #include <roam/core/detail/grace_period.hpp>
 
 #include <roam/base/detail/fatal.hpp>
@@ -28,46 +30,6 @@ handler_entry operation_entry{
     &admit_object_message};
 const bool operation_registered = handler_registry::add(&operation_entry);
 
-/// Fixed part of an install message; the object's bytes and its messages follow.
-struct install_wire {
-  object_id id;
-  std::uint32_t version = 0;
-  std::uint32_t reply_node = 0;  ///< who waits for the migration (with reply_to != 0)
-  std::uint64_t reply_to = 0;
-  std::uint32_t expected_count = 0;
-  std::uint32_t ready_count = 0;
-  std::uint32_t early_count = 0;
-  std::uint32_t reserved = 0;
-};
-
-void write_message(message_writer& w, message& m) {
-  seal(m.header);
-  const std::uint64_t size = m.wire_size();
-  w.write(&size, sizeof size);
-  w.write(m.wire_data(), size);
-}
-
-message_ptr read_message(message_reader& r) {
-  std::uint64_t size = 0;
-  r.read(&size, sizeof size);
-  if (size < sizeof(message_header) || size > r.remaining())
-    throw deserialization_error("a message packed with a migrating object claims " +
-                                std::to_string(size) + " bytes");
-  message_ptr m = message::allocate(size - sizeof(message_header));
-  r.read(m->wire_data(), size);
-  const message_header& h = m->header;
-  if (h.magic != message_magic || h.checksum != header_checksum(h) ||
-      h.payload_size != size - sizeof(message_header) || !handler_registry::find(h.handler))
-    throw deserialization_error("a message packed with a migrating object has a corrupt header");
-  read_object_header(*m);  // checks it is long enough to be an object message
-  return m;
-}
-
-/// Bytes write_message() takes for `m`.
-std::uint64_t packed_size(const message& m) noexcept {
-  return sizeof(std::uint64_t) + m.wire_size();
-}
-
 }  // namespace
 
 ship_result ship(node_runtime& n, object_entry& e, node_id dest,
@@ -81,7 +43,7 @@ ship_result ship(node_runtime& n, object_entry& e, node_id dest,
   out->header.handler = s.type;  // the type's install handler
   out->header.dest = dest;
   message_writer w(out);
-  install_wire ih;
+  migration_pack_header ih;
   w.write(&ih, sizeof ih);
   try {
     s.object->pack(w);  // exclusive access: nobody changes the object meanwhile
@@ -97,9 +59,9 @@ ship_result ship(node_runtime& n, object_entry& e, node_id dest,
     std::uint64_t bytes =
         w.position() +
         s.expected.size() * (sizeof(node_id) + sizeof(std::uint32_t) + sizeof(std::uint64_t));
-    if (carried) bytes += packed_size(**carried);
-    for (const set_aside_message& m : s.ready) bytes += packed_size(*m);
-    for (const auto& [key, m] : s.early) bytes += packed_size(*m);
+    if (carried) bytes += packed_message_size(**carried);
+    for (const set_aside_message& m : s.ready) bytes += packed_message_size(*m);
+    for (const auto& [key, m] : s.early) bytes += packed_message_size(*m);
     if (bytes > result.limit) {
       result.shipped = false;
       result.bytes = bytes;
@@ -122,11 +84,11 @@ ship_result ship(node_runtime& n, object_entry& e, node_id dest,
     if (carried) {
       // Set aside to run again on the destination; its count travels with it.
       const message_ptr moving = set_aside_message::set_aside(n, std::move(*carried)).transfer();
-      write_message(w, *moving);
+      write_packed_message(w, *moving);
     }
-    for (set_aside_message& m : s.ready) write_message(w, *std::move(m).transfer());
+    for (set_aside_message& m : s.ready) write_packed_message(w, *std::move(m).transfer());
     ih.early_count = static_cast<std::uint32_t>(s.early.size());
-    for (auto& [key, m] : s.early) write_message(w, *std::move(m).transfer());
+    for (auto& [key, m] : s.early) write_packed_message(w, *std::move(m).transfer());
     s.state = residence::absent;
     moved_out = std::move(s.object);
     s.ready.clear();
@@ -276,17 +238,6 @@ void run_operation(node_runtime& n, object_entry& e, message_ptr& m,
 // ---- installation -------------------------------------------------------------------------
 
 void install_object(node_runtime& n, installation inst) {
-  // Checked before anything is installed, so that a malformed pack is reported as such.
-  std::vector<std::pair<node_id, std::uint64_t>> early_keys;
-  early_keys.reserve(inst.early.size());
-  for (const message_ptr& m : inst.early) {
-    const object_message_header oh = read_object_header(*m);
-    early_keys.emplace_back(oh.origin, oh.seq);
-  }
-  std::sort(early_keys.begin(), early_keys.end());
-  if (std::adjacent_find(early_keys.begin(), early_keys.end()) != early_keys.end())
-    throw deserialization_error("two messages packed with " + describe_object(inst.id) +
-                                " have the same sequence number");
   const grace_read_section reading;  // installed from a receive, on any thread
   object_entry& e = directory_of(n).find_or_insert(inst.id);
   set_aside_list later, granted;
@@ -333,36 +284,21 @@ namespace {
 
 void install_migrated_object(node_runtime& n, message_ptr& m, object_unpack_function unpack) {
   message_reader r(m);
-  install_wire ih;
-  r.read(&ih, sizeof ih);
-  if (ih.id.type != m->header.handler || ih.id.index == 0 ||
-      ih.id.home >= directory_of(n).home_span())
-    throw deserialization_error("an install message names object " + std::to_string(ih.id.home) +
-                                ":" + std::to_string(ih.id.index) + " of type #" +
-                                std::to_string(ih.id.type) + " but carries type #" +
-                                std::to_string(m->header.handler));
+  migration_pack pack = decode_migration_pack(
+      r, m->header.handler, {size_of(n), directory_of(n).home_span(), handler_registry::size()},
+      unpack);
+  const migration_pack_header& ih = pack.header;
   if (trace::on()) [[unlikely]]
     trace_object(ih.id);
   installation inst;
   inst.id = ih.id;
   inst.version = ih.version;
-  inst.object = unpack(r);
-  for (std::uint32_t i = 0; i < ih.expected_count; ++i) {
-    origin_order o;
-    r.read(&o.origin, sizeof o.origin);
-    r.read(&o.series, sizeof o.series);
-    r.read(&o.next, sizeof o.next);
-    // Sorted by origin, each once: the order gate's binary search relies on it.
-    if (o.origin >= size_of(n) || (i > 0 && o.origin <= inst.expected.back().origin))
-      throw deserialization_error("the ordering state packed with " + describe_object(ih.id) +
-                                  " names origin node " + std::to_string(o.origin) +
-                                  " out of order or out of range");
-    inst.expected.push_back(o);
-  }
-  // Their pending counts came with them (set_aside_message::transfer on the old node).
-  for (std::uint32_t i = 0; i < ih.ready_count; ++i) inst.ready.push_back(read_message(r));
-  for (std::uint32_t i = 0; i < ih.early_count; ++i) inst.early.push_back(read_message(r));
-  r.expect_end();
+  inst.object = std::move(pack.object);
+  inst.expected.reserve(pack.expected.size());
+  for (const packed_order& o : pack.expected)
+    inst.expected.push_back(origin_order{o.origin, o.series, o.next});
+  inst.ready = std::move(pack.ready);
+  inst.early = std::move(pack.early);
   install_object(n, std::move(inst));
   if (ih.reply_to) {
     message_header request{};
