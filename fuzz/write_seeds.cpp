@@ -7,6 +7,7 @@
 #include <roam/am/serialization.hpp>
 #include <roam/checkpoint/detail/checkpoint_format.hpp>
 #include <roam/core/detail/aggregation.hpp>
+#include <roam/mobile/detail/migration_pack.hpp>
 #include <roam/mobile/detail/object_runtime.hpp>
 #include <roam/transport/message.hpp>
 
@@ -17,6 +18,7 @@
 #include <cereal/types/vector.hpp>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -195,6 +197,59 @@ void object_headers(const fs::path& dir) {
   seed("forwarded_migration", oh);
 }
 
+// Install messages behind the node count, home span and handler count bytes
+// (migration_pack.cpp): an object alone, and one with its ordering state and the messages
+// waiting for it. The object is a std::vector<std::uint32_t> of type #9.
+void migration_packs(const fs::path& dir) {
+  const roam::object_id id{2, 9, 41};
+  auto seed = [&](const char* name, bool with_messages) {
+    message_ptr out = message::allocate(0);
+    message_writer w(out);
+    migration_pack_header ph;
+    ph.id = id;
+    ph.version = 3;
+    ph.reply_node = 1;
+    ph.reply_to = with_messages ? 12 : 0;
+    w.write(&ph, sizeof ph);
+    write_value(w, std::vector<std::uint32_t>{1, 2, 3, 5, 8});
+    if (with_messages) {
+      ph.expected_count = 2;
+      for (const packed_order o : {packed_order{0, 0, 4}, packed_order{3, 1, 7}}) {
+        w.write(&o.origin, sizeof o.origin);
+        w.write(&o.series, sizeof o.series);
+        w.write(&o.next, sizeof o.next);
+      }
+      auto object_message = [&](std::uint32_t origin, std::uint64_t seq) {
+        message_ptr m = message::allocate(sizeof(object_message_header) + 4);
+        object_message_header oh;
+        oh.target = id;
+        oh.origin = origin;
+        oh.seq = seq;
+        oh.version = 2;
+        m->header.handler = 1;
+        m->header.source = origin;
+        m->header.dest = 1;
+        m->header.payload_size = sizeof oh + 4;
+        std::memcpy(m->payload(), &oh, sizeof oh);
+        std::memset(m->payload() + sizeof oh, 0x2a, 4);
+        write_packed_message(w, *m);
+      };
+      ph.ready_count = 1;
+      object_message(0, 4);
+      ph.early_count = 2;
+      object_message(3, 9);
+      object_message(3, 11);
+    }
+    w.finish();
+    std::memcpy(out->payload(), &ph, sizeof ph);
+    std::vector<std::byte> bytes{std::byte{3}, std::byte{2}, std::byte{7}};  // 4, 6, 8
+    bytes.insert(bytes.end(), out->payload(), out->payload() + out->header.payload_size);
+    write_file(dir / name, bytes.data(), bytes.size());
+  };
+  seed("object_alone", false);
+  seed("with_messages", true);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: write_seeds CORPUS_DIR\n");
@@ -216,5 +271,6 @@ int main(int argc, char** argv) {
   checkpoint_files(corpus / "checkpoint");
   bundles(corpus / "bundle");
   object_headers(corpus / "object_header");
+  migration_packs(corpus / "migration_pack");
   return 0;
 }
