@@ -47,7 +47,8 @@ const char* to_string(errc code) noexcept {
                                           "malformed_message",
                                           "device",
                                           "out_of_device_memory",
-                                          "checkpoint"};
+                                          "checkpoint",
+                                          "communication"};
   return detail::enum_name(code, names);
 }
 

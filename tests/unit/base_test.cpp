@@ -31,6 +31,7 @@ TEST(Errors, EveryErrorDerivesFromTheRootWithItsCode) {
   expect_error<roam::out_of_device_memory>(roam::errc::out_of_device_memory);
   expect_error<roam::checkpoint_error>(roam::errc::checkpoint);
   EXPECT_STREQ(roam::to_string(roam::errc::checkpoint), "checkpoint");
+  EXPECT_STREQ(roam::to_string(roam::errc::communication), "communication");
   // A device error is a roam::error and still a std::runtime_error.
   try {
     throw roam::out_of_device_memory("no room");

@@ -20,6 +20,7 @@ enum class errc : std::uint8_t {
   device,                ///< a device operation failed, or a device request cannot be met
   out_of_device_memory,  ///< a device has no room for an allocation
   checkpoint,            ///< a checkpoint cannot be written, or read back
+  communication,         ///< a transfer between ranks failed (an MPI call returned an error)
 };
 
 /// The code's name ("config", "usage", ...).

@@ -1,0 +1,37 @@
+// roam — the collective algorithms and how a call names the one it wants.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace roam::coll {
+
+/// The algorithms of the generalized collectives (Wilkins, thesis ch. 4). Each has a radix
+/// k; which collectives each serves is in docs/guide/collectives.md.
+enum class algorithm : std::uint8_t {
+  /// Every rank talks to the root (or to every other rank): one round, P-1 messages at
+  /// the busiest rank. For tiny P x n.
+  linear,
+  /// A k-nomial tree (k = 2: binomial): log_k P rounds of k-1 messages at once.
+  knomial,
+  /// Recursive multiplying (k = 2: recursive doubling): log_k P rounds in which each rank
+  /// exchanges with k-1 others. Broadcast is a k-nomial scatter and this allgather.
+  recursive_multiplying,
+};
+
+/// An algorithm and its radix. k = 0 takes the algorithm's default (2).
+struct choice {
+  algorithm alg = algorithm::knomial;
+  unsigned k = 0;
+};
+
+/// "knomial", "recursive_multiplying", "linear".
+std::string_view to_string(algorithm a) noexcept;
+/// The algorithm named `name` (as to_string writes it), or nothing.
+std::optional<algorithm> algorithm_named(std::string_view name) noexcept;
+/// "knomial k=4": how errors and benchmarks name a choice.
+std::string describe(const choice& c);
+
+}  // namespace roam::coll

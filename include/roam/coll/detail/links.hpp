@@ -1,0 +1,27 @@
+// roam — what an algorithm of the collectives layer needs from the ranks it runs on: point-
+// to-point transfers posted in rounds. One algorithm code serves every binding (a plain MPI
+// communicator: coll/mpi.hpp); each binding implements this.
+#pragma once
+
+#include <cstddef>
+
+namespace roam::coll::detail {
+
+class links {
+ public:
+  virtual ~links() = default;
+  virtual int rank() const noexcept = 0;
+  virtual int size() const noexcept = 0;
+  /// Posts the transfer of `bytes` (> 0) at `data` to `peer`. `tag` names the round: the
+  /// receiver posts the matching receive with the same tag, and between two ranks at most
+  /// one transfer per tag and direction is in flight. `data` stays untouched until
+  /// complete() returns.
+  virtual void send(int peer, int tag, const std::byte* data, std::size_t bytes) = 0;
+  /// Posts the receipt of exactly `bytes` (> 0) from `peer` into `data`.
+  virtual void recv(int peer, int tag, std::byte* data, std::size_t bytes) = 0;
+  /// Returns once every transfer posted since the last call has finished. Throws
+  /// roam::error when one failed (naming the peer and the cause).
+  virtual void complete() = 0;
+};
+
+}  // namespace roam::coll::detail

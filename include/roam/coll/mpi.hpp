@@ -1,0 +1,81 @@
+// roam — the generalized collectives over a plain MPI communicator: usable from any MPI
+// program, with or without a roam runtime, so that the algorithms can be measured against
+// the MPI library's own collectives on equal terms.
+//
+// Every rank of `comm` calls the same collective with the same count, root and choice,
+// like an MPI collective; each call returns when this rank's part is done (its output
+// complete, its input reusable). They use MPI_Isend/MPI_Irecv on a duplicate of `comm`
+// made at the first call and kept with `comm` (freed when `comm` is freed; MPI_COMM_WORLD's
+// at MPI_Finalize), so they never match the application's own messages. Call them from
+// one thread per communicator at a time (MPI_THREAD_SERIALIZED suffices), after MPI_Init.
+// An MPI failure throws roam::error naming the call, the peer and MPI's message.
+#pragma once
+
+#include <roam/coll/algorithm.hpp>
+#include <roam/coll/detail/algorithms.hpp>
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <type_traits>
+
+namespace roam::coll::mpi {
+
+namespace detail {
+/// The links of `comm` (its duplicate, made once).
+roam::coll::detail::links& links_of(MPI_Comm comm);
+
+template <class T>
+const std::byte* bytes_of(const T* p) noexcept {
+  return reinterpret_cast<const std::byte*>(p);
+}
+template <class T>
+std::byte* bytes_of(T* p) noexcept {
+  return reinterpret_cast<std::byte*>(p);
+}
+}  // namespace detail
+
+/// The root's `count` elements at `data` reach every rank's `data`.
+template <class T>
+void bcast(MPI_Comm comm, T* data, std::size_t count, int root, const choice& c = {}) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  roam::coll::detail::bcast(detail::links_of(comm), detail::bytes_of(data), count * sizeof(T), root,
+                            c);
+}
+
+/// `count` elements of `in` on every rank combined by `op` into the root's `out` (in rank
+/// order unless `op` is commutative: roam/coll/detail/reduction.hpp). `out` may be `in`.
+template <class T, class Op>
+void reduce(MPI_Comm comm, const T* in, T* out, std::size_t count, const Op& op, int root,
+            const choice& c = {}) {
+  const auto r = roam::coll::detail::reduction_of<T>(op);
+  roam::coll::detail::reduce(detail::links_of(comm), detail::bytes_of(in), detail::bytes_of(out),
+                             count, r, root, c);
+}
+
+/// reduce, with the result in every rank's `out`.
+template <class T, class Op>
+void allreduce(MPI_Comm comm, const T* in, T* out, std::size_t count, const Op& op,
+               const choice& c = {}) {
+  const auto r = roam::coll::detail::reduction_of<T>(op);
+  roam::coll::detail::allreduce(detail::links_of(comm), detail::bytes_of(in), detail::bytes_of(out),
+                                count, r, c);
+}
+
+/// Every rank's `count` elements at `in` reach the root's `out` (size x count, rank order).
+template <class T>
+void gather(MPI_Comm comm, const T* in, T* out, std::size_t count, int root, const choice& c = {}) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  roam::coll::detail::gather(detail::links_of(comm), detail::bytes_of(in), detail::bytes_of(out),
+                             count * sizeof(T), root, c);
+}
+
+/// gather, with the result in every rank's `out`.
+template <class T>
+void allgather(MPI_Comm comm, const T* in, T* out, std::size_t count, const choice& c = {}) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  roam::coll::detail::allgather(detail::links_of(comm), detail::bytes_of(in), detail::bytes_of(out),
+                                count * sizeof(T), c);
+}
+
+}  // namespace roam::coll::mpi

@@ -1,0 +1,37 @@
+// Names of the algorithms.
+#include <roam/coll/algorithm.hpp>
+
+#include <array>
+#include <utility>
+
+namespace roam::coll {
+
+namespace {
+
+constexpr std::array<std::pair<algorithm, std::string_view>, 3> names{{
+    {algorithm::linear, "linear"},
+    {algorithm::knomial, "knomial"},
+    {algorithm::recursive_multiplying, "recursive_multiplying"},
+}};
+
+}  // namespace
+
+std::string_view to_string(algorithm a) noexcept {
+  for (const auto& [value, name] : names)
+    if (value == a) return name;
+  return "unknown";
+}
+
+std::optional<algorithm> algorithm_named(std::string_view name) noexcept {
+  for (const auto& [value, known] : names)
+    if (known == name) return value;
+  return std::nullopt;
+}
+
+std::string describe(const choice& c) {
+  std::string text(to_string(c.alg));
+  if (c.alg != algorithm::linear) text += " k=" + std::to_string(c.k == 0 ? 2 : c.k);
+  return text;
+}
+
+}  // namespace roam::coll

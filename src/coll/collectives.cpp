@@ -1,0 +1,119 @@
+// The collectives' entry points: each checks its call and runs the chosen algorithm.
+#include "kernels.hpp"
+
+#include <roam/base/error.hpp>
+#include <roam/coll/detail/algorithms.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace roam::coll::detail {
+
+namespace {
+
+void check_root(const links& l, int root, const char* what) {
+  if (root < 0 || root >= l.size())
+    throw usage_error(std::string("roam::coll::") + what + ": root " + std::to_string(root) +
+                      " is not one of the " + std::to_string(l.size()) + " ranks");
+}
+
+/// The radix to run with: 2 by default; more than size() acts as size() (one level).
+unsigned radix(const links& l, const choice& c, const char* what) {
+  if (c.k == 1)
+    throw usage_error(std::string("roam::coll::") + what + ": " + std::string(to_string(c.alg)) +
+                      " needs a radix k of at least 2, not 1");
+  const unsigned k = c.k == 0 ? 2u : c.k;
+  return std::max(2u, std::min(k, static_cast<unsigned>(l.size())));
+}
+
+[[noreturn]] void not_offered(const choice& c, const char* what) {
+  throw usage_error(std::string("roam::coll::") + what + ": the " + std::string(to_string(c.alg)) +
+                    " algorithm has no " + what +
+                    " (docs/guide/collectives.md lists which algorithm serves which)");
+}
+
+}  // namespace
+
+void bcast(links& l, std::byte* data, std::size_t bytes, int root, const choice& c) {
+  check_root(l, root, "bcast");
+  switch (c.alg) {
+    case algorithm::linear:
+      return linear_bcast(l, data, bytes, root);
+    case algorithm::knomial:
+      return knomial_bcast(l, data, bytes, root, radix(l, c, "bcast"));
+    case algorithm::recursive_multiplying: {
+      const unsigned k = radix(l, c, "bcast");
+      const blocks chunks{bytes, static_cast<std::uint64_t>(l.size()), 0};
+      knomial_scatter(l, data, chunks, root, k);
+      return recursive_multiplying_allgather(l, data, chunks, root, k);
+    }
+  }
+  not_offered(c, "bcast");
+}
+
+void reduce(links& l, const std::byte* in, std::byte* out, std::size_t count, const reduction& r,
+            int root, const choice& c) {
+  check_root(l, root, "reduce");
+  switch (c.alg) {
+    case algorithm::linear:
+      return linear_reduce(l, in, out, count, r, root);
+    case algorithm::knomial:
+      return knomial_reduce(l, in, out, count, r, root, radix(l, c, "reduce"));
+    default:
+      not_offered(c, "reduce");
+  }
+}
+
+void allreduce(links& l, const std::byte* in, std::byte* out, std::size_t count, const reduction& r,
+               const choice& c) {
+  switch (c.alg) {
+    case algorithm::linear:
+      return linear_allreduce(l, in, out, count, r);
+    case algorithm::knomial: {
+      const unsigned k = radix(l, c, "allreduce");
+      knomial_reduce(l, in, out, count, r, 0, k);
+      return knomial_bcast(l, out, count * r.element_size, 0, k);
+    }
+    case algorithm::recursive_multiplying:
+      return recursive_multiplying_allreduce(l, in, out, count, r, radix(l, c, "allreduce"));
+  }
+  not_offered(c, "allreduce");
+}
+
+void gather(links& l, const std::byte* in, std::byte* out, std::size_t bytes, int root,
+            const choice& c) {
+  check_root(l, root, "gather");
+  switch (c.alg) {
+    case algorithm::linear:
+      return linear_gather(l, in, out, bytes, root);
+    case algorithm::knomial:
+      return knomial_gather(l, in, out, bytes, root, radix(l, c, "gather"));
+    default:
+      not_offered(c, "gather");
+  }
+}
+
+void allgather(links& l, const std::byte* in, std::byte* out, std::size_t bytes, const choice& c) {
+  const std::size_t all = bytes * static_cast<std::size_t>(l.size());
+  switch (c.alg) {
+    case algorithm::linear:
+      return linear_allgather(l, in, out, bytes);
+    case algorithm::knomial: {
+      const unsigned k = radix(l, c, "allgather");
+      knomial_gather(l, in, out, bytes, 0, k);
+      return knomial_bcast(l, out, all, 0, k);
+    }
+    case algorithm::recursive_multiplying: {
+      const blocks each{all, static_cast<std::uint64_t>(l.size()), bytes};
+      if (bytes != 0)
+        std::memmove(out + each.edge(static_cast<std::uint64_t>(l.rank())), in, bytes);
+      if (bytes == 0) return;
+      return recursive_multiplying_allgather(l, out, each, 0, radix(l, c, "allgather"));
+    }
+  }
+  not_offered(c, "allgather");
+}
+
+}  // namespace roam::coll::detail

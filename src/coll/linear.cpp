@@ -1,0 +1,77 @@
+// Linear: the root talks to every rank, or every rank to every other, in one round. The
+// fewest rounds and the most messages at one rank: for tiny P x n only.
+#include "kernels.hpp"
+
+#include <cstring>
+#include <vector>
+
+namespace roam::coll::detail {
+
+void linear_bcast(links& l, std::byte* data, std::size_t bytes, int root) {
+  const int p = l.size(), me = l.rank();
+  if (me == root) {
+    for (int peer = 0; peer < p; ++peer)
+      if (peer != root) send_bytes(l, peer, tag_of(phase::main, 0), data, bytes);
+  } else {
+    recv_bytes(l, root, tag_of(phase::main, 0), data, bytes);
+  }
+  l.complete();
+}
+
+namespace {
+
+/// Every rank's `bytes` into `all` (size() x bytes, rank order) at the rank `at`, or at
+/// every rank when at < 0.
+void gather_to(links& l, const std::byte* in, std::byte* all, std::size_t bytes, int at) {
+  const int p = l.size(), me = l.rank();
+  for (int peer = 0; peer < p; ++peer) {
+    if (peer == me) continue;
+    if (at < 0 || peer == at) send_bytes(l, peer, tag_of(phase::main, 0), in, bytes);
+    if (at < 0 || me == at)
+      recv_bytes(l, peer, tag_of(phase::main, 0), all + static_cast<std::size_t>(peer) * bytes,
+                 bytes);
+  }
+  if ((at < 0 || me == at) && bytes != 0)
+    std::memmove(all + static_cast<std::size_t>(me) * bytes, in, bytes);
+  l.complete();
+}
+
+/// The P inputs gathered in `all`, combined in rank order into `out`.
+void combine_in_order(const std::vector<std::byte>& all, std::byte* out, std::size_t count,
+                      const reduction& op, int p) {
+  const std::size_t bytes = count * op.element_size;
+  std::vector<std::byte> acc(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(bytes));
+  for (int i = 1; i < p; ++i)
+    op.combine(op.op, acc.data(), all.data() + static_cast<std::size_t>(i) * bytes, count);
+  if (bytes != 0) std::memcpy(out, acc.data(), bytes);
+}
+
+}  // namespace
+
+void linear_gather(links& l, const std::byte* in, std::byte* out, std::size_t bytes, int root) {
+  gather_to(l, in, out, bytes, root);
+}
+
+void linear_allgather(links& l, const std::byte* in, std::byte* out, std::size_t bytes) {
+  gather_to(l, in, out, bytes, -1);
+}
+
+void linear_reduce(links& l, const std::byte* in, std::byte* out, std::size_t count,
+                   const reduction& op, int root) {
+  const int p = l.size();
+  const std::size_t bytes = count * op.element_size;
+  std::vector<std::byte> all(l.rank() == root ? static_cast<std::size_t>(p) * bytes : 0);
+  gather_to(l, in, all.data(), bytes, root);
+  if (l.rank() == root) combine_in_order(all, out, count, op, p);
+}
+
+void linear_allreduce(links& l, const std::byte* in, std::byte* out, std::size_t count,
+                      const reduction& op) {
+  const int p = l.size();
+  const std::size_t bytes = count * op.element_size;
+  std::vector<std::byte> all(static_cast<std::size_t>(p) * bytes);
+  gather_to(l, in, all.data(), bytes, -1);
+  combine_in_order(all, out, count, op, p);
+}
+
+}  // namespace roam::coll::detail

@@ -1,0 +1,56 @@
+// What the algorithms of the collectives layer share: ranks relative to a root, the
+// rounds' tags, transfers that skip empty messages, the pieces of a split buffer.
+#pragma once
+
+#include <roam/coll/detail/links.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace roam::coll::detail {
+
+/// Tags: a phase of an algorithm and its round (a level of a tree, a step of recursive
+/// multiplying); fewer than 64 rounds in any phase, since k >= 2 and P < 2^32.
+enum class phase : int { main = 0, forward = 1, pre = 2, post = 3, scatter = 4, second = 5 };
+inline int tag_of(phase p, int round) noexcept { return static_cast<int>(p) * 64 + round; }
+
+/// Ranks renumbered so that `root` is 0.
+struct ranks {
+  int size, root;
+  int relative(int rank) const noexcept { return (rank - root + size) % size; }
+  int absolute(int relative) const noexcept { return (relative + root) % size; }
+};
+
+/// Transfers of zero bytes are not sent: both sides know the sizes and skip them alike.
+inline void send_bytes(links& l, int peer, int tag, const std::byte* data, std::size_t bytes) {
+  if (bytes != 0) l.send(peer, tag, data, bytes);
+}
+inline void recv_bytes(links& l, int peer, int tag, std::byte* data, std::size_t bytes) {
+  if (bytes != 0) l.recv(peer, tag, data, bytes);
+}
+
+/// A buffer of `total` bytes cut into `parts` blocks: fixed blocks of `block` bytes each, or
+/// (block == 0) `total` split as evenly as bytes allow (a scatter's chunks).
+struct blocks {
+  std::size_t total = 0;
+  std::uint64_t parts = 1;
+  std::size_t block = 0;
+  /// Where block `i` starts (i <= parts; edge(parts) == total for split buffers).
+  std::size_t edge(std::uint64_t i) const noexcept {
+    if (block != 0) return i * block;
+    // total = q * parts + rest, so i * total / parts without overflowing 64 bits.
+    const std::uint64_t q = total / parts, rest = total % parts;
+    return i * q + (i * rest) / parts;
+  }
+};
+
+/// The rounds of a k-nomial tree over `size` ranks: distances 1, k, k^2, ... below size.
+/// A relative rank r other than 0 receives (or sends, in a reduction) at the distance of
+/// its lowest non-zero base-k digit; its subtree holds the ranks [r, r + that distance).
+inline std::uint64_t knomial_distance(std::uint64_t r, std::uint64_t k, std::uint64_t size) {
+  std::uint64_t d = 1;
+  while (d < size && r % (d * k) == 0) d *= k;
+  return d;  // >= size for the root
+}
+
+}  // namespace roam::coll::detail

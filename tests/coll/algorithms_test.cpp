@@ -1,0 +1,88 @@
+// The collectives' algorithms at 1 ... 17 ranks (threads of this process on simulated
+// links): every algorithm, radix, root and size against a serial reference, reductions
+// that must keep rank order included; and the errors of a bad call.
+#include "collective_cases.hpp"
+#include "simulated_links.hpp"
+
+#include <roam/base/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <exception>
+#include <memory>
+#include <thread>
+
+namespace {
+
+using namespace roam_test;
+
+/// Runs `body(links)` on `p` threads, one per rank; returns what they reported.
+template <class Body>
+std::vector<std::string> on_ranks(int p, Body body) {
+  mailboxes boxes;
+  std::vector<std::vector<std::string>> reports(p);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < p; ++r)
+    threads.emplace_back([&, r] {
+      simulated_links l(boxes, r, p);
+      try {
+        reports[r] = body(l);
+      } catch (const std::exception& e) {
+        reports[r].push_back("rank " + std::to_string(r) + " threw: " + e.what());
+      }
+    });
+  for (auto& t : threads) t.join();
+  std::vector<std::string> all;
+  for (auto& r : reports) all.insert(all.end(), r.begin(), r.end());
+  if (const std::size_t left = boxes.left())
+    all.push_back(std::to_string(left) + " messages were sent and never received");
+  return all;
+}
+
+class EveryRankCount : public ::testing::TestWithParam<int> {};
+
+TEST_P(EveryRankCount, EveryAlgorithmRadixRootAndSizeMatchesTheReference) {
+  const auto failures = on_ranks(GetParam(), [](cd::links& l) { return case_runner(l).run_all(); });
+  for (std::size_t i = 0; i < failures.size() && i < 20; ++i) ADD_FAILURE() << failures[i];
+  EXPECT_TRUE(failures.empty()) << failures.size() << " failures";
+}
+
+INSTANTIATE_TEST_SUITE_P(Collectives, EveryRankCount, ::testing::Range(1, 18));
+
+std::string error_of(const std::function<void(cd::links&)>& call) {
+  const auto reports = on_ranks(3, [&](cd::links& l) {
+    try {
+      call(l);
+    } catch (const roam::usage_error& e) {
+      return std::vector<std::string>{e.what()};
+    }
+    return std::vector<std::string>{};
+  });
+  return reports.empty() ? "" : reports.front();
+}
+
+TEST(CollectiveErrors, ARootOutsideTheRanksIsNamed) {
+  std::byte b{};
+  EXPECT_NE(error_of([&](cd::links& l) {
+              cd::bcast(l, &b, 1, 3, {});
+            }).find("bcast: root 3 is not one of the 3 ranks"),
+            std::string::npos);
+}
+
+TEST(CollectiveErrors, ARadixOfOneIsRefused) {
+  std::byte b{};
+  EXPECT_NE(error_of([&](cd::links& l) {
+              cd::bcast(l, &b, 1, 0, {algorithm::knomial, 1});
+            }).find("needs a radix k of at least 2"),
+            std::string::npos);
+}
+
+TEST(CollectiveErrors, AnAlgorithmWithoutTheCollectiveIsRefused) {
+  std::byte b[3]{};
+  EXPECT_NE(error_of([&](cd::links& l) {
+              cd::gather(l, b, b, 1, 0, {algorithm::recursive_multiplying, 2});
+            }).find("the recursive_multiplying algorithm has no gather"),
+            std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,198 @@
+// Every algorithm x radix x root x size of every collective on one set of links, checked
+// against a serial reference. Every rank runs run_cases() with the same arguments (SPMD);
+// each checks its own results and returns what was wrong.
+#pragma once
+
+#include <roam/coll/detail/algorithms.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace roam_test {
+
+using roam::coll::algorithm;
+using roam::coll::choice;
+namespace cd = roam::coll::detail;
+
+/// An affine map x -> a x + b (mod 2^32); composing them is associative and not
+/// commutative: the reductions must keep rank order.
+struct affine {
+  std::uint32_t a = 1, b = 0;
+  friend bool operator==(const affine&, const affine&) = default;
+};
+/// x then y.
+inline affine then(const affine& x, const affine& y) { return {x.a * y.a, x.b * y.a + y.b}; }
+
+inline std::uint32_t value_of(int rank, std::size_t i, int salt) {
+  std::uint32_t h = static_cast<std::uint32_t>(rank) * 2654435761u ^
+                    static_cast<std::uint32_t>(i) * 40503u ^ static_cast<std::uint32_t>(salt) * 97u;
+  h ^= h >> 13;
+  return h * 0x5bd1e995u;
+}
+
+inline std::vector<std::uint32_t> input_of(int rank, std::size_t count, int salt) {
+  std::vector<std::uint32_t> v(count);
+  for (std::size_t i = 0; i < count; ++i) v[i] = value_of(rank, i, salt);
+  return v;
+}
+inline std::vector<affine> maps_of(int rank, std::size_t count, int salt) {
+  std::vector<affine> v(count);
+  for (std::size_t i = 0; i < count; ++i)
+    v[i] = {value_of(rank, i, salt) | 1u, value_of(rank, i, salt + 1)};
+  return v;
+}
+
+/// The radices worth trying at `p` ranks: 2, 3, 4, 5 and p itself.
+inline std::vector<unsigned> radices(int p) {
+  std::set<unsigned> k{2, 3, 4, 5};
+  if (p >= 2) k.insert(static_cast<unsigned>(p));
+  return {k.begin(), k.end()};
+}
+
+inline std::vector<choice> choices(int p, bool rooted_reduction) {
+  std::vector<choice> c{{algorithm::linear, 0}};
+  for (unsigned k : radices(p)) {
+    c.push_back({algorithm::knomial, k});
+    if (!rooted_reduction) c.push_back({algorithm::recursive_multiplying, k});
+  }
+  return c;
+}
+
+class case_runner {
+ public:
+  explicit case_runner(cd::links& l) : l_(l), p_(l.size()), me_(l.rank()) {}
+
+  std::vector<std::string> run_all() {
+    const std::vector<std::size_t> counts{0, 1, 7, 1000};
+    std::vector<int> roots{0, p_ - 1, p_ / 2};
+    std::sort(roots.begin(), roots.end());
+    roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
+    for (std::size_t count : counts) {
+      for (const choice& c : choices(p_, false)) {
+        for (int root : roots) bcast(c, count * 4 + 1, root);  // odd byte counts
+        allgather(c, count);
+        allreduce_sum(c, count);
+        allreduce_affine(c, count);
+      }
+      for (const choice& c : choices(p_, true)) {
+        for (int root : roots) {
+          reduce_sum(c, count, root);
+          reduce_affine(c, count, root);
+          gather(c, count, root);
+        }
+      }
+    }
+    return failures_;
+  }
+
+ private:
+  std::string where(const char* what, const choice& c, std::size_t n, int root) const {
+    return std::string(what) + " " + roam::coll::describe(c) + " P=" + std::to_string(p_) +
+           " n=" + std::to_string(n) + " root=" + std::to_string(root) +
+           " rank=" + std::to_string(me_);
+  }
+  void expect(bool ok, const std::string& what) {
+    if (!ok) failures_.push_back(what);
+  }
+  int salt() { return ++salt_; }
+
+  void bcast(const choice& c, std::size_t bytes, int root) {
+    const int s = salt();
+    std::vector<std::byte> data(bytes), want(bytes);
+    for (std::size_t i = 0; i < bytes; ++i) want[i] = static_cast<std::byte>(value_of(root, i, s));
+    if (me_ == root) data = want;
+    cd::bcast(l_, data.data(), bytes, root, c);
+    expect(data == want, where("bcast", c, bytes, root));
+  }
+  void gather(const choice& c, std::size_t count, int root) {
+    const int s = salt();
+    const auto in = input_of(me_, count, s);
+    std::vector<std::uint32_t> out(me_ == root ? count * p_ : 0);
+    cd::gather(l_, bytes(in), me_ == root ? wbytes(out) : nullptr, count * 4, root, c);
+    if (me_ == root) expect(out == concatenated(count, s), where("gather", c, count, root));
+  }
+  void allgather(const choice& c, std::size_t count) {
+    const int s = salt();
+    const auto in = input_of(me_, count, s);
+    std::vector<std::uint32_t> out(count * p_);
+    cd::allgather(l_, bytes(in), wbytes(out), count * 4, c);
+    expect(out == concatenated(count, s), where("allgather", c, count, -1));
+  }
+  void reduce_sum(const choice& c, std::size_t count, int root) {
+    const int s = salt();
+    auto data = input_of(me_, count, s);
+    const std::plus<> op;
+    const auto r = cd::reduction_of<std::uint32_t>(op);
+    cd::reduce(l_, bytes(data), wbytes(data), count, r, root, c);  // in place
+    if (me_ == root) expect(data == sums(count, s), where("reduce sum", c, count, root));
+  }
+  void allreduce_sum(const choice& c, std::size_t count) {
+    const int s = salt();
+    const auto in = input_of(me_, count, s);
+    std::vector<std::uint32_t> out(count);
+    const std::plus<> op;
+    cd::allreduce(l_, bytes(in), wbytes(out), count, cd::reduction_of<std::uint32_t>(op), c);
+    expect(out == sums(count, s), where("allreduce sum", c, count, -1));
+  }
+  void reduce_affine(const choice& c, std::size_t count, int root) {
+    const int s = salt();
+    const auto in = maps_of(me_, count, s);
+    std::vector<affine> out(count);
+    const auto op = [](const affine& x, const affine& y) { return then(x, y); };
+    cd::reduce(l_, bytes(in), wbytes(out), count, cd::reduction_of<affine>(op), root, c);
+    if (me_ == root) expect(out == composed(count, s), where("reduce in order", c, count, root));
+  }
+  void allreduce_affine(const choice& c, std::size_t count) {
+    const int s = salt();
+    const auto in = maps_of(me_, count, s);
+    std::vector<affine> out(count);
+    const auto op = [](const affine& x, const affine& y) { return then(x, y); };
+    cd::allreduce(l_, bytes(in), wbytes(out), count, cd::reduction_of<affine>(op), c);
+    expect(out == composed(count, s), where("allreduce in order", c, count, -1));
+  }
+
+  std::vector<std::uint32_t> concatenated(std::size_t count, int s) const {
+    std::vector<std::uint32_t> all;
+    for (int r = 0; r < p_; ++r) {
+      const auto v = input_of(r, count, s);
+      all.insert(all.end(), v.begin(), v.end());
+    }
+    return all;
+  }
+  std::vector<std::uint32_t> sums(std::size_t count, int s) const {
+    std::vector<std::uint32_t> sum(count, 0);
+    for (int r = 0; r < p_; ++r) {
+      const auto v = input_of(r, count, s);
+      for (std::size_t i = 0; i < count; ++i) sum[i] += v[i];
+    }
+    return sum;
+  }
+  std::vector<affine> composed(std::size_t count, int s) const {
+    std::vector<affine> acc = maps_of(0, count, s);
+    for (int r = 1; r < p_; ++r) {
+      const auto v = maps_of(r, count, s);
+      for (std::size_t i = 0; i < count; ++i) acc[i] = then(acc[i], v[i]);
+    }
+    return acc;
+  }
+  template <class T>
+  static const std::byte* bytes(const std::vector<T>& v) {
+    return reinterpret_cast<const std::byte*>(v.data());
+  }
+  template <class T>
+  static std::byte* wbytes(std::vector<T>& v) {
+    return reinterpret_cast<std::byte*>(v.data());
+  }
+
+  cd::links& l_;
+  int p_, me_;
+  int salt_ = 0;
+  std::vector<std::string> failures_;
+};
+
+}  // namespace roam_test
