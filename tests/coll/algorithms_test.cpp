@@ -22,6 +22,7 @@ std::vector<std::string> on_ranks(int p, Body body) {
   mailboxes boxes;
   std::vector<std::vector<std::string>> reports(p);
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(p));
   for (int r = 0; r < p; ++r)
     threads.emplace_back([&, r] {
       simulated_links l(boxes, r, p);

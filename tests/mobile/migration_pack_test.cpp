@@ -171,7 +171,8 @@ TEST(MigrationPack, MoreOrderingsThanBytesAreRefusedBeforeAnyIsRead) {
 TEST(MigrationPack, APackedMessageForAnotherObjectIsRefused) {
   packed_message stray = from(0, 0);
   stray.target = roam::object_id{2, type, 40};
-  EXPECT_NE(refusal(with_messages({stray}, {})).find("is for mobile object 2:40"), std::string::npos);
+  EXPECT_NE(refusal(with_messages({stray}, {})).find("is for mobile object 2:40"),
+            std::string::npos);
 }
 
 TEST(MigrationPack, APackedMessageOfAnUnknownHandlerIsRefused) {

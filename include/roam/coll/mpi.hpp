@@ -12,6 +12,7 @@
 #pragma once
 
 #include <roam/coll/algorithm.hpp>
+#include <roam/coll/commutative.hpp>
 #include <roam/coll/detail/algorithms.hpp>
 
 #include <mpi.h>
@@ -44,7 +45,7 @@ void bcast(MPI_Comm comm, T* data, std::size_t count, int root, const choice& c 
 }
 
 /// `count` elements of `in` on every rank combined by `op` into the root's `out` (in rank
-/// order unless `op` is commutative: roam/coll/detail/reduction.hpp). `out` may be `in`.
+/// order unless `op` is commutative: roam/coll/commutative.hpp). `out` may be `in`.
 template <class T, class Op>
 void reduce(MPI_Comm comm, const T* in, T* out, std::size_t count, const Op& op, int root,
             const choice& c = {}) {
