@@ -8,10 +8,11 @@ namespace roam::coll {
 
 namespace {
 
-constexpr std::array<std::pair<algorithm, std::string_view>, 3> names{{
+constexpr std::array<std::pair<algorithm, std::string_view>, 4> names{{
     {algorithm::linear, "linear"},
     {algorithm::knomial, "knomial"},
     {algorithm::recursive_multiplying, "recursive_multiplying"},
+    {algorithm::reduce_scatter_allgather, "reduce_scatter_allgather"},
 }};
 
 }  // namespace

@@ -49,8 +49,9 @@ void bcast(links& l, std::byte* data, std::size_t bytes, int root, const choice&
       knomial_scatter(l, data, chunks, root, k);
       return recursive_multiplying_allgather(l, data, chunks, root, k);
     }
+    default:
+      not_offered(c, "bcast");
   }
-  not_offered(c, "bcast");
 }
 
 void reduce(links& l, const std::byte* in, std::byte* out, std::size_t count, const reduction& r,
@@ -78,6 +79,8 @@ void allreduce(links& l, const std::byte* in, std::byte* out, std::size_t count,
     }
     case algorithm::recursive_multiplying:
       return recursive_multiplying_allreduce(l, in, out, count, r, radix(l, c, "allreduce"));
+    case algorithm::reduce_scatter_allgather:
+      return reduce_scatter_allgather_allreduce(l, in, out, count, r, radix(l, c, "allreduce"));
   }
   not_offered(c, "allreduce");
 }
@@ -112,8 +115,9 @@ void allgather(links& l, const std::byte* in, std::byte* out, std::size_t bytes,
       if (bytes == 0) return;
       return recursive_multiplying_allgather(l, out, each, 0, radix(l, c, "allgather"));
     }
+    default:
+      not_offered(c, "allgather");
   }
-  not_offered(c, "allgather");
 }
 
 }  // namespace roam::coll::detail

@@ -22,8 +22,21 @@ void knomial_scatter(links& l, std::byte* data, const blocks& b, int root, unsig
 /// rank holds all of them.
 void recursive_multiplying_allgather(links& l, std::byte* data, const blocks& b, int root,
                                      unsigned k);
+/// Recursive multiplying's stages around the main one, for reductions without a root:
+/// a range's members hand their `out` to the range's leader, which combines them in rank
+/// order into its own; returns whether this rank leads its range (takes part in the main
+/// stage). share_from_leader then hands the leader's `out` to its members.
+bool fold_into_leader(links& l, const participants& parts, std::byte* out, std::size_t count,
+                      const reduction& op);
+void share_from_leader(links& l, const participants& parts, std::byte* out, std::size_t bytes);
 void recursive_multiplying_allreduce(links& l, const std::byte* in, std::byte* out,
                                      std::size_t count, const reduction& r, unsigned k);
+
+/// Allreduce as a reduce-scatter and an allgather, each by recursive multiplying over the
+/// same groups (k = 2: Rabenseifner's recursive halving and doubling): each round moves
+/// (k-1)/k of the current segment instead of all of it. For large vectors.
+void reduce_scatter_allgather_allreduce(links& l, const std::byte* in, std::byte* out,
+                                        std::size_t count, const reduction& r, unsigned k);
 
 void linear_bcast(links& l, std::byte* data, std::size_t bytes, int root);
 void linear_reduce(links& l, const std::byte* in, std::byte* out, std::size_t count,

@@ -17,22 +17,6 @@
 
 namespace roam::coll::detail {
 
-namespace {
-
-/// The participants' ranges over the relative ranks.
-struct participants {
-  std::uint64_t p, q;
-  explicit participants(std::uint64_t size, std::uint64_t k) : p(size), q(1) {
-    while (q * k <= p) q *= k;
-  }
-  /// First relative rank of range i (i <= q; first(q) == p).
-  std::uint64_t first(std::uint64_t i) const noexcept { return i * p / q; }
-  /// The range holding relative rank v: the largest i with first(i) <= v.
-  std::uint64_t range_of(std::uint64_t v) const noexcept { return ((v + 1) * q - 1) / p; }
-};
-
-}  // namespace
-
 void recursive_multiplying_allgather(links& l, std::byte* data, const blocks& b, int root,
                                      unsigned k) {
   const ranks g{l.size(), root};
@@ -60,7 +44,7 @@ void recursive_multiplying_allgather(links& l, std::byte* data, const blocks& b,
   l.complete();
   int round = 0;
   for (std::uint64_t d = 1; d < parts.q; d *= k, ++round) {
-    const std::uint64_t start = i / (d * k) * (d * k) + i % d;
+    const std::uint64_t start = group_start(i, d, k);
     const auto [mine_at, mine_size] = run(i / d * d, i / d * d + d);
     for (std::uint64_t j = 0; j < k; ++j) {
       const std::uint64_t peer = start + j * d;
@@ -77,57 +61,71 @@ void recursive_multiplying_allgather(links& l, std::byte* data, const blocks& b,
   l.complete();
 }
 
+bool fold_into_leader(links& l, const participants& parts, std::byte* out, std::size_t count,
+                      const reduction& op) {
+  const std::uint64_t v = static_cast<std::uint64_t>(l.rank());
+  const std::uint64_t i = parts.range_of(v), leader = parts.first(i), end = parts.first(i + 1);
+  const std::size_t bytes = count * op.element_size;
+  if (v != leader) {
+    l.send(static_cast<int>(leader), tag_of(phase::pre, 0), out, bytes);
+    l.complete();
+    return false;
+  }
+  std::vector<std::byte> members((end - leader - 1) * bytes);
+  for (std::uint64_t m = leader + 1; m < end; ++m)
+    l.recv(static_cast<int>(m), tag_of(phase::pre, 0), members.data() + (m - leader - 1) * bytes,
+           bytes);
+  l.complete();
+  for (std::uint64_t m = leader + 1; m < end; ++m)
+    op.combine(op.op, out, members.data() + (m - leader - 1) * bytes, count);
+  return true;
+}
+
+void share_from_leader(links& l, const participants& parts, std::byte* out, std::size_t bytes) {
+  const std::uint64_t v = static_cast<std::uint64_t>(l.rank());
+  const std::uint64_t i = parts.range_of(v), leader = parts.first(i), end = parts.first(i + 1);
+  if (v != leader) {
+    l.recv(static_cast<int>(leader), tag_of(phase::post, 0), out, bytes);
+  } else {
+    for (std::uint64_t m = leader + 1; m < end; ++m)
+      l.send(static_cast<int>(m), tag_of(phase::post, 0), out, bytes);
+  }
+  l.complete();
+}
+
 void recursive_multiplying_allreduce(links& l, const std::byte* in, std::byte* out,
                                      std::size_t count, const reduction& op, unsigned k) {
-  const std::uint64_t p = static_cast<std::uint64_t>(l.size()), v = l.rank();
+  const std::uint64_t p = static_cast<std::uint64_t>(l.size());
   const std::size_t bytes = count * op.element_size;
   if (bytes != 0 && in != out) std::memmove(out, in, bytes);
   if (p == 1 || bytes == 0) return;
   const participants parts(p, k);
-  const std::uint64_t i = parts.range_of(v), leader = parts.first(i);
-  const std::uint64_t range_end = parts.first(i + 1);
-  const int tag_pre = tag_of(phase::pre, 0), tag_post = tag_of(phase::post, 0);
-  if (v != leader) {
-    l.send(static_cast<int>(leader), tag_pre, out, bytes);
-    l.complete();
-    l.recv(static_cast<int>(leader), tag_post, out, bytes);
-    l.complete();
-    return;
-  }
-  std::vector<std::byte> others((std::max<std::uint64_t>(range_end - leader, k) - 1) * bytes);
-  for (std::uint64_t m = leader + 1; m < range_end; ++m)
-    l.recv(static_cast<int>(m), tag_pre, others.data() + (m - leader - 1) * bytes, bytes);
-  l.complete();
-  for (std::uint64_t m = leader + 1; m < range_end; ++m)
-    op.combine(op.op, out, others.data() + (m - leader - 1) * bytes, count);
-  std::vector<std::byte> result(bytes);
-  int round = 0;
-  for (std::uint64_t d = 1; d < parts.q; d *= k, ++round) {
-    const std::uint64_t start = i / (d * k) * (d * k) + i % d;
-    for (std::uint64_t j = 0, slot = 0; j < k; ++j) {
-      const std::uint64_t peer = start + j * d;
-      if (peer == i) continue;
-      const int to = static_cast<int>(parts.first(peer));
-      l.send(to, tag_of(phase::main, round), out, bytes);
-      l.recv(to, tag_of(phase::main, round), others.data() + slot++ * bytes, bytes);
-    }
-    l.complete();
-    // The group's runs in rank order: peer j's, with this rank's own in its place.
-    bool first = true;
-    for (std::uint64_t j = 0, slot = 0; j < k; ++j) {
-      const std::byte* part = start + j * d == i ? out : others.data() + slot++ * bytes;
-      if (first) {
-        std::memcpy(result.data(), part, bytes);
-        first = false;
-      } else {
-        op.combine(op.op, result.data(), part, count);
+  if (fold_into_leader(l, parts, out, count, op)) {
+    const std::uint64_t i = parts.range_of(static_cast<std::uint64_t>(l.rank()));
+    std::vector<std::byte> others((k - 1) * bytes), result(bytes);
+    int round = 0;
+    for (std::uint64_t d = 1; d < parts.q; d *= k, ++round) {
+      const std::uint64_t start = group_start(i, d, k);
+      for (std::uint64_t j = 0, slot = 0; j < k; ++j) {
+        const std::uint64_t peer = start + j * d;
+        if (peer == i) continue;
+        const int to = static_cast<int>(parts.first(peer));
+        l.send(to, tag_of(phase::main, round), out, bytes);
+        l.recv(to, tag_of(phase::main, round), others.data() + slot++ * bytes, bytes);
       }
+      l.complete();
+      // The group's runs in rank order: peer j's, with this rank's own in its place.
+      for (std::uint64_t j = 0, slot = 0; j < k; ++j) {
+        const std::byte* part = start + j * d == i ? out : others.data() + slot++ * bytes;
+        if (j == 0)
+          std::memcpy(result.data(), part, bytes);
+        else
+          op.combine(op.op, result.data(), part, count);
+      }
+      std::memcpy(out, result.data(), bytes);
     }
-    std::memcpy(out, result.data(), bytes);
   }
-  for (std::uint64_t m = leader + 1; m < range_end; ++m)
-    l.send(static_cast<int>(m), tag_post, out, bytes);
-  l.complete();
+  share_from_leader(l, parts, out, bytes);
 }
 
 }  // namespace roam::coll::detail

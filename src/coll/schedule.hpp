@@ -53,4 +53,24 @@ inline std::uint64_t knomial_distance(std::uint64_t r, std::uint64_t k, std::uin
   return d;  // >= size for the root
 }
 
+/// Recursive multiplying's participants (recursive_multiplying.cpp): the P ranks cut into
+/// q = k^m contiguous ranges, q the largest power of k not above P; a range's first rank
+/// takes part in the main stage for the range.
+struct participants {
+  std::uint64_t p, q;
+  explicit participants(std::uint64_t size, std::uint64_t k) : p(size), q(1) {
+    while (q * k <= p) q *= k;
+  }
+  /// First relative rank of range i (i <= q; first(q) == p).
+  std::uint64_t first(std::uint64_t i) const noexcept { return i * p / q; }
+  /// The range holding relative rank v: the largest i with first(i) <= v.
+  std::uint64_t range_of(std::uint64_t v) const noexcept { return ((v + 1) * q - 1) / p; }
+};
+
+/// Where the group of participant i at distance d (1, k, k^2, ... below q) starts: its
+/// members are start + j d for j < k, and i is member (i / d) mod k.
+inline std::uint64_t group_start(std::uint64_t i, std::uint64_t d, std::uint64_t k) noexcept {
+  return i / (d * k) * (d * k) + i % d;
+}
+
 }  // namespace roam::coll::detail

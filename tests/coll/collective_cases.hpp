@@ -54,11 +54,15 @@ inline std::vector<unsigned> radices(int p) {
   return {k.begin(), k.end()};
 }
 
-inline std::vector<choice> choices(int p, bool rooted_reduction) {
+/// What serves each collective (docs/guide/collectives.md).
+enum class collective { bcast, reduce, gather, allgather, allreduce };
+inline std::vector<choice> choices(int p, collective what) {
   std::vector<choice> c{{algorithm::linear, 0}};
+  const bool rooted = what == collective::reduce || what == collective::gather;
   for (unsigned k : radices(p)) {
     c.push_back({algorithm::knomial, k});
-    if (!rooted_reduction) c.push_back({algorithm::recursive_multiplying, k});
+    if (!rooted) c.push_back({algorithm::recursive_multiplying, k});
+    if (what == collective::allreduce) c.push_back({algorithm::reduce_scatter_allgather, k});
   }
   return c;
 }
@@ -73,19 +77,20 @@ class case_runner {
     std::sort(roots.begin(), roots.end());
     roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
     for (std::size_t count : counts) {
-      for (const choice& c : choices(p_, false)) {
+      for (const choice& c : choices(p_, collective::bcast))
         for (int root : roots) bcast(c, count * 4 + 1, root);  // odd byte counts
-        allgather(c, count);
+      for (const choice& c : choices(p_, collective::allgather)) allgather(c, count);
+      for (const choice& c : choices(p_, collective::allreduce)) {
         allreduce_sum(c, count);
         allreduce_affine(c, count);
       }
-      for (const choice& c : choices(p_, true)) {
+      for (const choice& c : choices(p_, collective::reduce))
         for (int root : roots) {
           reduce_sum(c, count, root);
           reduce_affine(c, count, root);
-          gather(c, count, root);
         }
-      }
+      for (const choice& c : choices(p_, collective::gather))
+        for (int root : roots) gather(c, count, root);
     }
     return failures_;
   }

@@ -19,15 +19,19 @@ enum class algorithm : std::uint8_t {
   /// Recursive multiplying (k = 2: recursive doubling): log_k P rounds in which each rank
   /// exchanges with k-1 others. Broadcast is a k-nomial scatter and this allgather.
   recursive_multiplying,
+  /// Allreduce only: a reduce-scatter then an allgather, both by recursive multiplying
+  /// (k = 2: Rabenseifner's). Each round moves (k-1)/k of a shrinking segment, not the
+  /// whole vector: for large vectors.
+  reduce_scatter_allgather,
 };
 
 /// An algorithm and its radix. k = 0 takes the algorithm's default (2).
 struct choice {
-  algorithm alg = algorithm::knomial;
-  unsigned k = 0;
+  algorithm alg = algorithm::knomial;  ///< the algorithm
+  unsigned k = 0;                      ///< its radix (0: 2); above the rank count: the count
 };
 
-/// "knomial", "recursive_multiplying", "linear".
+/// "linear", "knomial", "recursive_multiplying", "reduce_scatter_allgather".
 std::string_view to_string(algorithm a) noexcept;
 /// The algorithm named `name` (as to_string writes it), or nothing.
 std::optional<algorithm> algorithm_named(std::string_view name) noexcept;

@@ -9,7 +9,7 @@ namespace roam::coll {
 /// type is combined in rank order: x0 op x1 op ... op xP-1 (it need only be associative).
 template <class Op>
 struct commutative {
-  Op op;
+  Op op;  ///< the operator, called as op(a, b)
 };
 template <class Op>
 commutative(Op) -> commutative<Op>;
