@@ -1,0 +1,118 @@
+// The collectives' rules file: what a complete file selects, and each error, named by its
+// line.
+#include <roam/base/error.hpp>
+#include <roam/coll/tuning_rules.hpp>
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace {
+
+using roam::coll::algorithm;
+using roam::coll::collective;
+using roam::coll::tuning_rules;
+
+const std::string example_path = ROAM_COLL_RULES_EXAMPLE;
+
+bool same(const roam::coll::choice& c, algorithm a, unsigned k) { return c.alg == a && c.k == k; }
+
+TEST(TuningRules, TheFirstRuleWhoseBoundHoldsIsChosenAtEveryLevel) {
+  const tuning_rules rules = tuning_rules::load(example_path);
+  EXPECT_TRUE(same(rules.select(collective::bcast, 8, 4, 4096), algorithm::knomial, 4));
+  EXPECT_TRUE(
+      same(rules.select(collective::bcast, 8, 4, 4097), algorithm::recursive_multiplying, 2));
+  EXPECT_TRUE(same(rules.select(collective::bcast, 9, 1, 1), algorithm::knomial, 0));
+  EXPECT_TRUE(same(rules.select(collective::bcast, 9, 2, 1), algorithm::recursive_multiplying, 8));
+  EXPECT_TRUE(same(rules.select(collective::reduce, 1000, 64, 1 << 20), algorithm::knomial, 3));
+  EXPECT_TRUE(same(rules.select(collective::gather, 3, 1, 0), algorithm::linear, 0));
+  EXPECT_TRUE(same(rules.select(collective::allgather, 2, 1, 8), algorithm::linear, 0));
+  EXPECT_TRUE(
+      same(rules.select(collective::allgather, 3, 1, 8), algorithm::recursive_multiplying, 3));
+  EXPECT_TRUE(
+      same(rules.select(collective::allreduce, 4, 1, 65536), algorithm::recursive_multiplying, 4));
+  EXPECT_TRUE(same(rules.select(collective::allreduce, 4, 1, 65537),
+                   algorithm::reduce_scatter_allgather, 2));
+}
+
+// The text of the error `text` gives.
+std::string error_of(const std::string& text) {
+  try {
+    (void)tuning_rules::parse(text, "r.json");
+  } catch (const roam::config_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Rules for every collective but allreduce, one line each; `allreduce` is the rest.
+std::string with_allreduce(const std::string& allreduce) {
+  std::string text = "{\n";
+  for (const char* c : {"bcast", "reduce", "gather", "allgather"})
+    text += std::string("\"collective=") + c +
+            "\": {\"comm_size=any\": {\"ppn=any\": {\"msg_size=any\": {\"algorithm=linear\": "
+            "{}}}}},\n";
+  return text + "\"collective=allreduce\": " + allreduce + "\n}";
+}
+
+void expect_error(const std::string& text, const std::string& part) {
+  const std::string e = error_of(text);
+  EXPECT_NE(e.find(part), std::string::npos) << "error: '" << e << "', expected '" << part << "'";
+}
+
+TEST(TuningRules, EachErrorNamesItsLine) {
+  const std::string leaf = "{\"msg_size=any\": {\"algorithm=knomial\": {}}}";
+  expect_error(with_allreduce("{\"comm_size=any\": {\"ppn<=4\": " + leaf + "}}"),
+               "r.json:6: the last ppn rule must be \"ppn=any\"");
+  expect_error(with_allreduce("{\"comm_size<=8\": {\"ppn=any\": " + leaf +
+                              "},\n\"comm_size<=4\": {\"ppn=any\": " + leaf +
+                              "},\n\"comm_size=any\": {\"ppn=any\": " + leaf + "}}"),
+               "r.json:7: \"comm_size<=4\" does not exceed the bound before it");
+  expect_error(with_allreduce("{\"comm_size=any\": {\"ppn=any\": " + leaf +
+                              "},\n\"comm_size<=4\": {\"ppn=any\": " + leaf + "}}"),
+               "r.json:7: \"comm_size<=4\" follows \"comm_size=any\" and can never apply");
+  expect_error(
+      with_allreduce(
+          "{\"comm_size=any\": {\"ppn=any\": {\"msg_size=any\": {\"algorithm=fast\": {}}}}}"),
+      "r.json:6: unknown algorithm in \"algorithm=fast\"");
+  expect_error(
+      with_allreduce(
+          "{\"comm_size=any\": {\"ppn=any\": {\"msg_size=any\": {\"algorithm=knomial\": {\"k=1\": "
+          "{}}}}}}"),
+      "r.json:6: a radix k must be at least 2, not 1");
+  expect_error(
+      with_allreduce(
+          "{\"comm_size=any\": {\"ppn=any\": {\"msg_size=any\": {\"algorithm=linear\": {\"k=2\": "
+          "{}}}}}}"),
+      "the linear algorithm takes no radix");
+  expect_error(with_allreduce("{\"comm_size<=x\": {}}"), "'x' is not a whole number");
+  expect_error(with_allreduce("{\"comm_size=any\": {\"ppn=any\": {\"msg_size=any\": 3}}}"),
+               "r.json:6: a rule's value must be an object");
+  expect_error(with_allreduce("{\"comm_size=any\": {}\n"), "r.json:8: the rules end too early");
+  expect_error(with_allreduce("{}"), "r.json:6: no comm_size rule here");
+}
+
+TEST(TuningRules, AnIncompleteOrWrongSetIsRefused) {
+  expect_error("{}", "r.json:1: no rules for bcast");
+  std::string rsa_bcast = with_allreduce("{}");
+  const std::string linear = "algorithm=linear";
+  rsa_bcast.replace(rsa_bcast.find(linear), linear.size(), "algorithm=reduce_scatter_allgather");
+  expect_error(rsa_bcast, "r.json:2: the reduce_scatter_allgather algorithm has no bcast");
+  expect_error(with_allreduce("{\"comm_size=any\": {\"ppn=any\": " +
+                              std::string("{\"msg_size=any\": {\"algorithm=linear\": {}}}}},\n") +
+                              "\"collective=reduce\": {}"),
+               "r.json:7: a second rule set for reduce");
+  expect_error("{\"collective=scan\": {}}", "r.json:1: expected \"collective=NAME\"");
+  expect_error(with_allreduce("{}") + " x", "text after the rules' closing brace");
+}
+
+TEST(TuningRules, AMissingFileIsNamed) {
+  try {
+    (void)tuning_rules::load("/nonexistent/rules.json");
+    FAIL() << "a missing file was read";
+  } catch (const roam::config_error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/rules.json"), std::string::npos);
+  }
+}
+
+}  // namespace
