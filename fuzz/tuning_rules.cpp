@@ -23,6 +23,8 @@ bool serves(algorithm a, collective c) {
       return c != collective::reduce && c != collective::gather;
     case algorithm::reduce_scatter_allgather:
       return c == collective::allreduce;
+    case algorithm::automatic:
+      return false;
   }
   return false;
 }

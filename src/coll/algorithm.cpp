@@ -8,11 +8,12 @@ namespace roam::coll {
 
 namespace {
 
-constexpr std::array<std::pair<algorithm, std::string_view>, 4> names{{
+constexpr std::array<std::pair<algorithm, std::string_view>, 5> names{{
     {algorithm::linear, "linear"},
     {algorithm::knomial, "knomial"},
     {algorithm::recursive_multiplying, "recursive_multiplying"},
     {algorithm::reduce_scatter_allgather, "reduce_scatter_allgather"},
+    {algorithm::automatic, "automatic"},
 }};
 
 }  // namespace
@@ -31,7 +32,8 @@ std::optional<algorithm> algorithm_named(std::string_view name) noexcept {
 
 std::string describe(const choice& c) {
   std::string text(to_string(c.alg));
-  if (c.alg != algorithm::linear) text += " k=" + std::to_string(c.k == 0 ? 2 : c.k);
+  if (c.alg != algorithm::linear && c.alg != algorithm::automatic)
+    text += " k=" + std::to_string(c.k == 0 ? 2 : c.k);
   return text;
 }
 

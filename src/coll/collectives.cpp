@@ -2,10 +2,15 @@
 #include "kernels.hpp"
 
 #include <roam/base/error.hpp>
+#include <roam/coll/cost_model.hpp>
 #include <roam/coll/detail/algorithms.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +33,13 @@ unsigned radix(const links& l, const choice& c, const char* what) {
   return std::max(2u, std::min(k, static_cast<unsigned>(l.size())));
 }
 
+/// The choice to run: the caller's, or the rules' for an automatic one.
+choice resolved(const links& l, collective what, std::size_t bytes, const choice& c) {
+  if (c.alg != algorithm::automatic) return c;
+  return l.rules().select(what, static_cast<std::uint64_t>(l.size()), l.processes_per_node(),
+                          bytes);
+}
+
 [[noreturn]] void not_offered(const choice& c, const char* what) {
   throw usage_error(std::string("roam::coll::") + what + ": the " + std::string(to_string(c.alg)) +
                     " algorithm has no " + what +
@@ -36,8 +48,9 @@ unsigned radix(const links& l, const choice& c, const char* what) {
 
 }  // namespace
 
-void bcast(links& l, std::byte* data, std::size_t bytes, int root, const choice& c) {
+void bcast(links& l, std::byte* data, std::size_t bytes, int root, const choice& asked) {
   check_root(l, root, "bcast");
+  const choice c = resolved(l, collective::bcast, bytes, asked);
   switch (c.alg) {
     case algorithm::linear:
       return linear_bcast(l, data, bytes, root);
@@ -55,8 +68,9 @@ void bcast(links& l, std::byte* data, std::size_t bytes, int root, const choice&
 }
 
 void reduce(links& l, const std::byte* in, std::byte* out, std::size_t count, const reduction& r,
-            int root, const choice& c) {
+            int root, const choice& asked) {
   check_root(l, root, "reduce");
+  const choice c = resolved(l, collective::reduce, count * r.element_size, asked);
   switch (c.alg) {
     case algorithm::linear:
       return linear_reduce(l, in, out, count, r, root);
@@ -68,7 +82,8 @@ void reduce(links& l, const std::byte* in, std::byte* out, std::size_t count, co
 }
 
 void allreduce(links& l, const std::byte* in, std::byte* out, std::size_t count, const reduction& r,
-               const choice& c) {
+               const choice& asked) {
+  const choice c = resolved(l, collective::allreduce, count * r.element_size, asked);
   switch (c.alg) {
     case algorithm::linear:
       return linear_allreduce(l, in, out, count, r);
@@ -81,13 +96,16 @@ void allreduce(links& l, const std::byte* in, std::byte* out, std::size_t count,
       return recursive_multiplying_allreduce(l, in, out, count, r, radix(l, c, "allreduce"));
     case algorithm::reduce_scatter_allgather:
       return reduce_scatter_allgather_allreduce(l, in, out, count, r, radix(l, c, "allreduce"));
+    case algorithm::automatic:
+      break;  // resolved above: rules name concrete algorithms
   }
   not_offered(c, "allreduce");
 }
 
 void gather(links& l, const std::byte* in, std::byte* out, std::size_t bytes, int root,
-            const choice& c) {
+            const choice& asked) {
   check_root(l, root, "gather");
+  const choice c = resolved(l, collective::gather, bytes, asked);
   switch (c.alg) {
     case algorithm::linear:
       return linear_gather(l, in, out, bytes, root);
@@ -98,7 +116,9 @@ void gather(links& l, const std::byte* in, std::byte* out, std::size_t bytes, in
   }
 }
 
-void allgather(links& l, const std::byte* in, std::byte* out, std::size_t bytes, const choice& c) {
+void allgather(links& l, const std::byte* in, std::byte* out, std::size_t bytes,
+               const choice& asked) {
+  const choice c = resolved(l, collective::allgather, bytes, asked);
   const std::size_t all = bytes * static_cast<std::size_t>(l.size());
   switch (c.alg) {
     case algorithm::linear:
@@ -118,6 +138,23 @@ void allgather(links& l, const std::byte* in, std::byte* out, std::size_t bytes,
     default:
       not_offered(c, "allgather");
   }
+}
+
+const tuning_rules& links::rules() const { return default_rules(); }
+
+const tuning_rules& default_rules() {
+  // Read once; a file that fails to load is reported again at the next call.
+  static std::atomic<const tuning_rules*> ready{nullptr};
+  if (const tuning_rules* r = ready.load(std::memory_order_acquire)) return *r;
+  static std::mutex lock;
+  static std::optional<tuning_rules> rules;
+  std::lock_guard guard(lock);
+  if (!rules) {
+    const char* path = std::getenv("ROAM_COLL_TUNING");
+    rules = path && *path ? tuning_rules::load(path) : rules_from(cost_model{});
+    ready.store(&*rules, std::memory_order_release);
+  }
+  return *rules;
 }
 
 }  // namespace roam::coll::detail

@@ -133,6 +133,8 @@ bool serves(algorithm a, collective c) noexcept {
       return c == collective::bcast || c == collective::allgather || c == collective::allreduce;
     case algorithm::reduce_scatter_allgather:
       return c == collective::allreduce;
+    case algorithm::automatic:
+      return false;
   }
   return false;
 }
@@ -145,7 +147,7 @@ choice read_choice(const reader& r, const object& o, collective what) {
   if (m.key.rfind(prefix, 0) != 0)
     r.fail(m.line, "expected \"algorithm=NAME\", not \"" + m.key + "\"");
   const auto a = algorithm_named(std::string_view(m.key).substr(prefix.size()));
-  if (!a) r.fail(m.line, "unknown algorithm in \"" + m.key + "\"");
+  if (!a || *a == algorithm::automatic) r.fail(m.line, "unknown algorithm in \"" + m.key + "\"");
   if (!serves(*a, what))
     r.fail(m.line, "the " + std::string(to_string(*a)) + " algorithm has no " +
                        std::string(to_string(what)));

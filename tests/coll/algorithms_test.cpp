@@ -5,6 +5,7 @@
 #include "simulated_links.hpp"
 
 #include <roam/base/error.hpp>
+#include <roam/coll/tuning_rules.hpp>
 
 #include <gtest/gtest.h>
 
@@ -84,6 +85,55 @@ TEST(CollectiveErrors, AnAlgorithmWithoutTheCollectiveIsRefused) {
               cd::gather(l, b, b, 1, 0, {algorithm::recursive_multiplying, 2});
             }).find("the recursive_multiplying algorithm has no gather"),
             std::string::npos);
+}
+
+// Simulated links that answer automatic calls with the given rules, and count sends.
+class ruled_links final : public cd::links {
+ public:
+  ruled_links(cd::links& inner, const roam::coll::tuning_rules& rules)
+      : inner_(inner), rules_(rules) {}
+  int rank() const noexcept override { return inner_.rank(); }
+  int size() const noexcept override { return inner_.size(); }
+  void send(int peer, int tag, const std::byte* data, std::size_t bytes) override {
+    ++sends;
+    inner_.send(peer, tag, data, bytes);
+  }
+  void recv(int peer, int tag, std::byte* data, std::size_t bytes) override {
+    inner_.recv(peer, tag, data, bytes);
+  }
+  void complete() override { inner_.complete(); }
+  const roam::coll::tuning_rules& rules() const override { return rules_; }
+  int sends = 0;
+
+ private:
+  cd::links& inner_;
+  const roam::coll::tuning_rules& rules_;
+};
+
+TEST(AutomaticChoice, CallsWithoutAChoiceFollowTheLinksRules) {
+  // bcast: linear up to 4 bytes, a binomial tree beyond; the root of 5 ranks sends 4
+  // messages linearly, 3 down a binomial tree.
+  std::string text = "{";
+  for (const char* c : {"reduce", "gather", "allgather", "allreduce"})
+    text += std::string("\"collective=") + c +
+            "\": {\"comm_size=any\": {\"ppn=any\": {\"msg_size=any\": {\"algorithm=linear\": "
+            "{}}}}},";
+  text +=
+      "\"collective=bcast\": {\"comm_size=any\": {\"ppn=any\": {\"msg_size<=4\": "
+      "{\"algorithm=linear\": {}}, \"msg_size=any\": {\"algorithm=knomial\": {}}}}}}";
+  const auto rules = roam::coll::tuning_rules::parse(text, "test");
+  const auto sends = on_ranks(5, [&](cd::links& l) {
+    ruled_links ruled(l, rules);
+    std::vector<std::byte> data(8, std::byte{7});
+    cd::bcast(ruled, data.data(), 4, 0, {});
+    const int linear = ruled.sends;
+    cd::bcast(ruled, data.data(), 8, 0, {});
+    return ruled.rank() == 0 ? std::vector<std::string>{std::to_string(linear) + " " +
+                                                        std::to_string(ruled.sends - linear)}
+                             : std::vector<std::string>{};
+  });
+  ASSERT_EQ(sends.size(), 1u);
+  EXPECT_EQ(sends.front(), "4 3");
 }
 
 }  // namespace

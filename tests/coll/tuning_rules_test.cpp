@@ -1,10 +1,12 @@
 // The collectives' rules file: what a complete file selects, and each error, named by its
 // line.
 #include <roam/base/error.hpp>
+#include <roam/coll/cost_model.hpp>
 #include <roam/coll/tuning_rules.hpp>
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 
 namespace {
@@ -113,6 +115,42 @@ TEST(TuningRules, AMissingFileIsNamed) {
   } catch (const roam::config_error& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/rules.json"), std::string::npos);
   }
+}
+
+}  // namespace
+
+namespace {
+
+using roam::coll::cost_model;
+
+TEST(CostModel, RulesFromTheModelAreCompleteAndServeTheirCollectives) {
+  const cost_model model;
+  const tuning_rules rules = roam::coll::rules_from(model);
+  for (const collective c : {collective::bcast, collective::reduce, collective::gather,
+                             collective::allgather, collective::allreduce})
+    for (std::uint64_t ranks : {1u, 2u, 3u, 17u, 1000u, 5000000u})
+      for (std::uint64_t bytes : {0ull, 8ull, 100000ull, 1ull << 40}) {
+        const auto choice = rules.select(c, ranks, 1, bytes);
+        EXPECT_NE(choice.alg, algorithm::automatic);
+        EXPECT_LT(model.time_us(c, choice, 64, 1024), 1e300)
+            << roam::coll::describe(choice) << " for " << roam::coll::to_string(c);
+      }
+}
+
+TEST(CostModel, ItFavoursFewRoundsForSmallMessagesAndFewBytesForLargeOnes) {
+  const cost_model model;
+  // 8 bytes to 64 ranks: alpha dominates, so a wide tree beats the binomial one.
+  const auto small = model.best(collective::bcast, 64, 8);
+  EXPECT_LT(model.time_us(collective::bcast, small, 64, 8),
+            model.time_us(collective::bcast, {algorithm::knomial, 2}, 64, 8));
+  EXPECT_GT(small.k, 2u);
+  // 64 MiB allreduce on 64 ranks: moving each byte about twice wins.
+  EXPECT_EQ(model.best(collective::allreduce, 64, 64u << 20).alg,
+            algorithm::reduce_scatter_allgather);
+  EXPECT_EQ(model.time_us(collective::allreduce, {algorithm::knomial, 2}, 1, 100), 0.0);
+  // An algorithm without the collective never wins.
+  EXPECT_EQ(model.time_us(collective::gather, {algorithm::recursive_multiplying, 2}, 8, 8),
+            std::numeric_limits<double>::infinity());
 }
 
 }  // namespace

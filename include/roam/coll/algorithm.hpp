@@ -23,15 +23,18 @@ enum class algorithm : std::uint8_t {
   /// (k = 2: Rabenseifner's). Each round moves (k-1)/k of a shrinking segment, not the
   /// whole vector: for large vectors.
   reduce_scatter_allgather,
+  /// The rules' choice for the call (roam::coll::tuning_rules): the file named by
+  /// ROAM_COLL_TUNING, or rules from the cost model (cost_model.hpp).
+  automatic,
 };
 
 /// An algorithm and its radix. k = 0 takes the algorithm's default (2).
 struct choice {
-  algorithm alg = algorithm::knomial;  ///< the algorithm
-  unsigned k = 0;                      ///< its radix (0: 2); above the rank count: the count
+  algorithm alg = algorithm::automatic;  ///< the algorithm
+  unsigned k = 0;                        ///< its radix (0: 2); above the rank count: the count
 };
 
-/// "linear", "knomial", "recursive_multiplying", "reduce_scatter_allgather".
+/// "linear", "knomial", "recursive_multiplying", "reduce_scatter_allgather", "automatic".
 std::string_view to_string(algorithm a) noexcept;
 /// The algorithm named `name` (as to_string writes it), or nothing.
 std::optional<algorithm> algorithm_named(std::string_view name) noexcept;

@@ -13,6 +13,11 @@
 
 namespace roam::coll {
 
+struct cost_model;
+class tuning_rules;
+/// Defined in cost_model.hpp.
+tuning_rules rules_from(const cost_model& model);
+
 /// The collectives that rules choose for.
 enum class collective : std::uint8_t { bcast, reduce, gather, allgather, allreduce };
 /// "bcast", "reduce", ...
@@ -38,7 +43,8 @@ class tuning_rules {
                 std::uint64_t bytes) const noexcept;
 
  private:
-  tuning_rules() = default;  // only parse() makes them: a tuning_rules is always complete
+  tuning_rules() = default;  // only parse() and rules_from() make them: always complete
+  friend tuning_rules rules_from(const cost_model& model);
   detail::rules_by_ranks rules_[5];
 };
 

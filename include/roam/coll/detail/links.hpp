@@ -3,7 +3,10 @@
 // communicator: coll/mpi.hpp); each binding implements this.
 #pragma once
 
+#include <roam/coll/tuning_rules.hpp>
+
 #include <cstddef>
+#include <cstdint>
 
 namespace roam::coll::detail {
 
@@ -22,6 +25,16 @@ class links {
   /// Returns once every transfer posted since the last call has finished. Throws
   /// roam::error when one failed (naming the peer and the cause).
   virtual void complete() = 0;
+  /// The rules that choose for calls with algorithm::automatic: by default the process's
+  /// (default_rules()).
+  virtual const tuning_rules& rules() const;
+  /// Processes per node, for the rules (1 by default).
+  virtual std::uint64_t processes_per_node() const noexcept { return 1; }
 };
+
+/// The process's rules: read from the file ROAM_COLL_TUNING names at the first call (a
+/// malformed file is a roam::config_error from that call and the next), or made from the
+/// default cost model. Any thread.
+const tuning_rules& default_rules();
 
 }  // namespace roam::coll::detail

@@ -1,0 +1,147 @@
+// The cost models of thesis 4.2, one per algorithm, and the rules made from them.
+#include <roam/coll/cost_model.hpp>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace roam::coll {
+
+namespace {
+
+constexpr double never = std::numeric_limits<double>::infinity();
+
+/// Rounds of a k-nomial tree over p ranks: ceil(log_k p).
+double levels(std::uint64_t p, std::uint64_t k) {
+  double l = 0;
+  for (std::uint64_t reach = 1; reach < p; reach *= k) ++l;
+  return l;
+}
+
+/// Recursive multiplying's main rounds, and whether ranges fold around them.
+struct multiplying_rounds {
+  double main = 0;
+  bool ranges = false;
+  multiplying_rounds(std::uint64_t p, std::uint64_t k) {
+    std::uint64_t q = 1;
+    while (q * k <= p) {
+      q *= k;
+      ++main;
+    }
+    ranges = q != p;
+  }
+};
+
+}  // namespace
+
+double cost_model::time_us(collective what, const choice& how, std::uint64_t ranks,
+                           std::uint64_t bytes) const noexcept {
+  if (ranks <= 1) return 0;
+  const double a = alpha_us, b = beta_us_per_byte, g = gamma_us_per_byte;
+  const double p = static_cast<double>(ranks), n = static_cast<double>(bytes);
+  const std::uint64_t k = std::min<std::uint64_t>(how.k == 0 ? 2 : how.k, ranks);
+  const double km1 = static_cast<double>(k - 1), l = levels(ranks, k);
+  const multiplying_rounds rm(ranks, k);
+  // Ranges around recursive multiplying: a member's vector in, the result out.
+  const double fold = rm.ranges ? 2 * (a + n * b) : 0;
+  switch (how.alg) {
+    case algorithm::linear:
+      switch (what) {
+        case collective::bcast:
+        case collective::gather:
+          return (p - 1) * (a + n * b);
+        case collective::reduce:
+          return (p - 1) * (a + n * (b + g));
+        case collective::allgather:
+          return (p - 1) * (a + n * b) * 2;  // sends and receives at every rank
+        case collective::allreduce:
+          return (p - 1) * (a + n * b) * 2 + (p - 1) * n * g;
+      }
+      return never;
+    case algorithm::knomial: {
+      const double bcast = l * a + km1 * n * l * b;
+      const double reduce = l * a + km1 * n * l * (b + g);
+      const double gather = l * a + (p - 1) * n * b;
+      switch (what) {
+        case collective::bcast:
+          return bcast;
+        case collective::reduce:
+          return reduce;
+        case collective::gather:
+          return gather;
+        case collective::allgather:
+          return gather + l * a + km1 * p * n * l * b;
+        case collective::allreduce:
+          return reduce + bcast;
+      }
+      return never;
+    }
+    case algorithm::recursive_multiplying:
+      switch (what) {
+        case collective::allgather:
+          return rm.main * a + (p - 1) * n * b + (rm.ranges ? 2 * a + p * n * b : 0);
+        case collective::bcast:  // a k-nomial scatter, then the allgather of n / p each
+          return l * a + n * (p - 1) / p * b + rm.main * a + n * (p - 1) / p * b +
+                 (rm.ranges ? 2 * a + n * b : 0);
+        case collective::allreduce:
+          return rm.main * (a + km1 * n * (b + g)) + fold;
+        default:
+          return never;
+      }
+    case algorithm::reduce_scatter_allgather:
+      if (what != collective::allreduce) return never;
+      return 2 * rm.main * a + 2 * n * (p - 1) / p * b + n * (p - 1) / p * g + fold;
+    case algorithm::automatic:
+      return never;  // not an algorithm: what the rules choose
+  }
+  return never;
+}
+
+choice cost_model::best(collective what, std::uint64_t ranks, std::uint64_t bytes) const noexcept {
+  choice best{algorithm::linear, 0};
+  double best_time = time_us(what, best, ranks, bytes);
+  // Radices 2 ... 8 and the rank count (one level, the most messages at once).
+  std::vector<std::uint64_t> radices;
+  for (std::uint64_t k = 2; k <= 8 && k < ranks; ++k) radices.push_back(k);
+  radices.push_back(ranks);
+  for (const algorithm a :
+       {algorithm::knomial, algorithm::recursive_multiplying, algorithm::reduce_scatter_allgather})
+    for (const std::uint64_t k : radices) {
+      const choice c{a, static_cast<unsigned>(k)};
+      const double t = time_us(what, c, ranks, bytes);
+      if (t < best_time * (1 - 1e-9)) {  // ties keep the simpler algorithm, the smaller radix
+        best = c;
+        best_time = t;
+      }
+    }
+  return best;
+}
+
+tuning_rules rules_from(const cost_model& model) {
+  tuning_rules rules;
+  constexpr int max_rank_power = 24, max_byte_power = 30;
+  constexpr std::uint64_t any = std::numeric_limits<std::uint64_t>::max();
+  for (const collective what : {collective::bcast, collective::reduce, collective::gather,
+                                collective::allgather, collective::allreduce}) {
+    detail::rules_by_ranks& by_ranks = rules.rules_[static_cast<std::size_t>(what)];
+    for (int i = 0; i <= max_rank_power; ++i) {
+      const std::uint64_t ranks = std::uint64_t{1} << i;
+      detail::rules_by_bytes by_bytes;
+      for (int j = 0; j <= max_byte_power; ++j) {
+        const std::uint64_t bytes = std::uint64_t{1} << j;
+        const choice c = model.best(what, ranks, bytes);
+        const std::uint64_t bound = j == max_byte_power ? any : bytes;
+        if (!by_bytes.empty() && by_bytes.back().next.alg == c.alg && by_bytes.back().next.k == c.k)
+          by_bytes.back().up_to = bound;
+        else
+          by_bytes.push_back({bound, c});
+      }
+      const std::uint64_t bound = i == max_rank_power ? any : ranks;
+      detail::rules_by_ppn by_ppn{{any, std::move(by_bytes)}};
+      by_ranks.push_back({bound, std::move(by_ppn)});
+    }
+  }
+  return rules;
+}
+
+}  // namespace roam::coll
