@@ -75,6 +75,13 @@ int main(int argc, char** argv) {
   int rank = 0, p = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &p);
+  const roam::coll::cost_model model = rc::measured_model(MPI_COMM_WORLD);
+  if (rank == 0)
+    std::printf(
+        "the probe's model: alpha %.3g µs, beta %.3g µs/byte (%.3g GB/s), gamma %.3g "
+        "µs/byte (%.3g GB/s)\n",
+        model.alpha_us, model.beta_us_per_byte, 1e-3 / model.beta_us_per_byte,
+        model.gamma_us_per_byte, 1e-3 / model.gamma_us_per_byte);
   const collective measured[] = {collective::bcast, collective::reduce, collective::allgather,
                                  collective::allreduce};
   std::string out = "{\"bench\":\"coll\",\"ranks\":" + std::to_string(p) + ",\"collectives\":{";
@@ -164,8 +171,12 @@ int main(int argc, char** argv) {
       s.best_alg.push_back(best_name);
       s.mpi_us.push_back(mpi_us);
       s.ratio.push_back(roam_us / mpi_us);
-      const std::string chosen = roam::coll::describe(roam::coll::detail::default_rules().select(
-          what, static_cast<std::uint64_t>(p), 1, static_cast<std::uint64_t>(bytes)));
+      const std::string chosen = roam::coll::describe(
+          rc::detail::links_of(MPI_COMM_WORLD)
+              .rules()
+              .select(what, static_cast<std::uint64_t>(p),
+                      rc::detail::links_of(MPI_COMM_WORLD).processes_per_node(),
+                      static_cast<std::uint64_t>(bytes)));
       if (rank == 0)
         std::printf("%10ld %-28s %10.2f %10.2f %-28s %10.2f %7.2f\n", bytes, chosen.c_str(),
                     roam_us, best, best_name.c_str(), mpi_us, roam_us / mpi_us);

@@ -2,10 +2,16 @@
 // attribute of the communicator (MPI's own mechanism for a library's per-communicator
 // state), so that the collectives' messages never meet the application's.
 #include <roam/base/error.hpp>
+#include <roam/coll/cost_model.hpp>
 #include <roam/coll/mpi.hpp>
 
+#include <algorithm>
 #include <climits>
+#include <cstdlib>
+#include <functional>
 #include <memory>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -28,12 +34,29 @@ class mpi_links final : public roam::coll::detail::links {
     check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", -1);
     check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank", -1);
     check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size", -1);
+    ppn_ = count_processes_per_node();
   }
   ~mpi_links() override { MPI_Comm_free(&comm_); }
   mpi_links(const mpi_links&) = delete;
   mpi_links& operator=(const mpi_links&) = delete;
 
   int rank() const noexcept override { return rank_; }
+  std::uint64_t processes_per_node() const noexcept override { return ppn_; }
+
+  // The rules of the file ROAM_COLL_TUNING names, or rules from a cost model measured on
+  // this communicator at its first automatic call (collective, so every rank probes and
+  // gets rank 0's measurement: every rank must choose alike).
+  const tuning_rules& rules() const override {
+    const char* file = std::getenv("ROAM_COLL_TUNING");
+    if (file && *file) return roam::coll::detail::default_rules();
+    if (!probed_) probed_ = rules_from(model());
+    return *probed_;
+  }
+  /// The measured model (collective at its first call on the communicator).
+  const cost_model& model() const {
+    if (!model_) model_ = measured_model();
+    return *model_;
+  }
   int size() const noexcept override { return size_; }
 
   // More than INT_MAX bytes go as several messages of one tag: both sides cut alike, and
@@ -69,6 +92,72 @@ class mpi_links final : public roam::coll::detail::links {
 
  private:
   static constexpr std::size_t piece = std::size_t{1} << 30;
+  /// Above every round's tag (tag_of: fewer than 6 x 64).
+  static constexpr int probe_tag = 1000;
+
+  /// Ranks per shared-memory node, on average (rounded).
+  std::uint64_t count_processes_per_node() {
+    MPI_Comm local = MPI_COMM_NULL;
+    check(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local),
+          "MPI_Comm_split_type", -1);
+    int local_rank = 0;
+    check(MPI_Comm_rank(local, &local_rank), "MPI_Comm_rank", -1);
+    MPI_Comm_free(&local);
+    int leader = local_rank == 0 ? 1 : 0, nodes = 0;
+    check(MPI_Allreduce(&leader, &nodes, 1, MPI_INT, MPI_SUM, comm_), "MPI_Allreduce", -1);
+    return static_cast<std::uint64_t>((size_ + nodes / 2) / std::max(nodes, 1));
+  }
+
+  /// alpha and beta from ping-pongs of rank 0 with rank 1 (8 bytes, then 256 KiB), gamma
+  /// from rank 0 summing 256 KiB of doubles; or ROAM_COLL_MODEL="alpha,beta,gamma" (µs, µs
+  /// per byte). Rank 0's values reach every rank.
+  cost_model measured_model() const {
+    double v[3] = {cost_model{}.alpha_us, cost_model{}.beta_us_per_byte,
+                   cost_model{}.gamma_us_per_byte};
+    if (const char* given = std::getenv("ROAM_COLL_MODEL"); given && *given) {
+      std::istringstream in(given);
+      char comma1 = 0, comma2 = 0;
+      if (!(in >> v[0] >> comma1 >> v[1] >> comma2 >> v[2]) || comma1 != ',' || comma2 != ',' ||
+          !(in >> std::ws).eof() || v[0] < 0 || v[1] < 0 || v[2] < 0)
+        throw config_error(std::string("ROAM_COLL_MODEL='") + given +
+                           "': expected three non-negative numbers alpha,beta,gamma (µs, µs "
+                           "per byte, µs per byte)");
+    } else if (size_ >= 2 && rank_ <= 1) {
+      constexpr std::size_t large = std::size_t{256} << 10;
+      std::vector<std::byte> buffer(large);
+      auto round_trip_us = [&](std::size_t bytes, int reps) {
+        const int n = static_cast<int>(bytes), peer = 1 - rank_;
+        const double start = MPI_Wtime();
+        for (int i = 0; i < reps; ++i) {
+          if (rank_ == 0) {
+            check(MPI_Send(buffer.data(), n, MPI_BYTE, peer, probe_tag, comm_), "MPI_Send", peer);
+            check(MPI_Recv(buffer.data(), n, MPI_BYTE, peer, probe_tag, comm_, MPI_STATUS_IGNORE),
+                  "MPI_Recv", peer);
+          } else {
+            check(MPI_Recv(buffer.data(), n, MPI_BYTE, peer, probe_tag, comm_, MPI_STATUS_IGNORE),
+                  "MPI_Recv", peer);
+            check(MPI_Send(buffer.data(), n, MPI_BYTE, peer, probe_tag, comm_), "MPI_Send", peer);
+          }
+        }
+        return (MPI_Wtime() - start) * 1e6 / reps;
+      };
+      (void)round_trip_us(8, 5);  // warm-up
+      const double small = round_trip_us(8, 50), big = round_trip_us(large, 10);
+      v[0] = small / 2;
+      v[1] = std::max(0.0, (big - small) / 2 / static_cast<double>(large));
+      // Through the reductions' own combine function, as a reduction of doubles runs.
+      const std::plus<> plus;
+      const auto sum = roam::coll::detail::reduction_of<double>(plus);
+      std::vector<double> acc(large / sizeof(double), 1.0), next(acc.size(), 2.0);
+      const double start = MPI_Wtime();
+      for (int rep = 0; rep < 10; ++rep)
+        sum.combine(sum.op, reinterpret_cast<std::byte*>(acc.data()),
+                    reinterpret_cast<const std::byte*>(next.data()), acc.size());
+      v[2] = (MPI_Wtime() - start) * 1e6 / 10 / static_cast<double>(large);
+    }
+    check(MPI_Bcast(v, 3, MPI_DOUBLE, 0, comm_), "MPI_Bcast", 0);
+    return cost_model{v[0], v[1], v[2]};
+  }
   static int piece_size(std::size_t left) noexcept {
     return static_cast<int>(left < piece ? left : piece);
   }
@@ -82,6 +171,9 @@ class mpi_links final : public roam::coll::detail::links {
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = -1, size_ = 0;
+  std::uint64_t ppn_ = 1;
+  mutable std::optional<cost_model> model_;
+  mutable std::optional<tuning_rules> probed_;
   std::vector<MPI_Request> requests_;
   std::vector<MPI_Status> statuses_;
 };
@@ -102,9 +194,15 @@ int links_key() {
   return key;
 }
 
+mpi_links& mpi_links_of(MPI_Comm comm);
+
 }  // namespace
 
-roam::coll::detail::links& links_of(MPI_Comm comm) {
+roam::coll::detail::links& links_of(MPI_Comm comm) { return mpi_links_of(comm); }
+
+namespace {
+
+mpi_links& mpi_links_of(MPI_Comm comm) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) throw usage_error("roam::coll::mpi: called before MPI_Init");
@@ -120,4 +218,12 @@ roam::coll::detail::links& links_of(MPI_Comm comm) {
   return *made.release();
 }
 
+}  // namespace
+
 }  // namespace roam::coll::mpi::detail
+
+namespace roam::coll::mpi {
+
+cost_model measured_model(MPI_Comm comm) { return detail::mpi_links_of(comm).model(); }
+
+}  // namespace roam::coll::mpi

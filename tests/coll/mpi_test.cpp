@@ -12,6 +12,7 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <numeric>
 #include <string>
@@ -67,8 +68,41 @@ int main(int argc, char** argv) {
   const int app_out = 1000 + rank;
   MPI_Irecv(&app_in, 1, MPI_INT, (rank + size - 1) % size, 0, MPI_COMM_WORLD, &app);
   MPI_Send(&app_out, 1, MPI_INT, (rank + 1) % size, 0, MPI_COMM_WORLD);
+  // ROAM_COLL_MODEL=broken: the first automatic call names the setting, on every rank.
+  if (const char* model = std::getenv("ROAM_COLL_MODEL"); model && std::string(model) == "broken") {
+    int sum = 0;
+    try {
+      mpi::allreduce(MPI_COMM_WORLD, &rank, &sum, 1, std::plus<>{});
+      failures.push_back("a malformed ROAM_COLL_MODEL was accepted");
+    } catch (const roam::config_error& e) {
+      if (std::string(e.what()).find("ROAM_COLL_MODEL='broken': expected three") ==
+          std::string::npos)
+        failures.push_back(std::string("unexpected error text: ") + e.what());
+    }
+    MPI_Wait(&app, MPI_STATUS_IGNORE);  // the neighbour's message, sent above
+    for (const auto& f : failures) std::fprintf(stderr, "rank %d: FAIL %s\n", rank, f.c_str());
+    int bad = failures.empty() ? 0 : 1, any = 0;
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (rank == 0 && !any) std::printf("coll over MPI: a malformed model is refused\n");
+    MPI_Finalize();
+    return any;
+  }
   try {
     auto& world = mpi::detail::links_of(MPI_COMM_WORLD);
+    // Every rank of these tests runs on this machine.
+    if (world.processes_per_node() != static_cast<std::uint64_t>(size))
+      failures.push_back("processes per node " + std::to_string(world.processes_per_node()) +
+                         ", not " + std::to_string(size));
+    const roam::coll::cost_model model = mpi::measured_model(MPI_COMM_WORLD);
+    double mine[3] = {model.alpha_us, model.beta_us_per_byte, model.gamma_us_per_byte}, top[3];
+    MPI_Allreduce(mine, top, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (top[0] != mine[0] || top[1] != mine[1] || top[2] != mine[2] || !(mine[0] >= 0) ||
+        !(mine[1] >= 0) || !(mine[2] >= 0))
+      failures.push_back("the measured model differs between ranks or is negative");
+    if (const char* given = std::getenv("ROAM_COLL_MODEL");
+        given && std::string(given) == "1.5,0.001,0.002" &&
+        (mine[0] != 1.5 || mine[1] != 0.001 || mine[2] != 0.002))
+      failures.push_back("ROAM_COLL_MODEL was not taken");
     for (auto& f : case_runner(world).run_all()) failures.push_back("world: " + f);
     for (auto& f : typed_calls(MPI_COMM_WORLD)) failures.push_back("world: " + f);
     // A communicator of the odd and of the even ranks, with ranks of their own.

@@ -13,6 +13,7 @@
 
 #include <roam/coll/algorithm.hpp>
 #include <roam/coll/commutative.hpp>
+#include <roam/coll/cost_model.hpp>
 #include <roam/coll/detail/algorithms.hpp>
 
 #include <mpi.h>
@@ -35,6 +36,13 @@ std::byte* bytes_of(T* p) noexcept {
   return reinterpret_cast<std::byte*>(p);
 }
 }  // namespace detail
+
+/// The cost model behind `comm`'s automatic choices (unless ROAM_COLL_TUNING names a rules
+/// file): α and β from ping-pongs of ranks 0 and 1, γ from rank 0 summing doubles, measured
+/// at the first automatic call on `comm` (or this call, whichever comes first: collective),
+/// or ROAM_COLL_MODEL="alpha,beta,gamma" (µs, µs per byte, µs per byte). Every rank gets
+/// rank 0's values, so that every rank chooses alike.
+cost_model measured_model(MPI_Comm comm);
 
 /// The root's `count` elements at `data` reach every rank's `data`.
 template <class T>
