@@ -185,12 +185,13 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < s.best_alg.size(); ++i)
       algs += (i ? ",\"" : "\"") + s.best_alg[i] + "\"";
     algs += "]";
-    out += (what == measured[0] ? "\"" : ",\"") + name +
-           "\":{\"sizes\":" + roam_bench::array(s.sizes) +
-           ",\"roam_us\":" + roam_bench::array(s.roam_us) +
-           ",\"best_us\":" + roam_bench::array(s.best_us) + ",\"best_alg\":" + algs +
-           ",\"mpi_us\":" + roam_bench::array(s.mpi_us) +
-           ",\"ratio\":" + roam_bench::array(s.ratio) + "}";
+    out.append(what == measured[0] ? "\"" : ",\"").append(name);
+    out.append("\":{\"sizes\":").append(roam_bench::array(s.sizes));
+    out.append(",\"roam_us\":").append(roam_bench::array(s.roam_us));
+    out.append(",\"best_us\":").append(roam_bench::array(s.best_us));
+    out.append(",\"best_alg\":").append(algs);
+    out.append(",\"mpi_us\":").append(roam_bench::array(s.mpi_us));
+    out.append(",\"ratio\":").append(roam_bench::array(s.ratio)).append("}");
   }
   out += "}}";
   int any_wrong = wrong ? 1 : 0, wrong_anywhere = 0;

@@ -5,6 +5,7 @@
 #include <roam/coll/algorithm.hpp>
 #include <roam/coll/detail/rule_levels.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -45,7 +46,7 @@ class tuning_rules {
  private:
   tuning_rules() = default;  // only parse() and rules_from() make them: always complete
   friend tuning_rules rules_from(const cost_model& model);
-  detail::rules_by_ranks rules_[5];
+  std::array<detail::rules_by_ranks, 5> rules_;  // by collective
 };
 
 }  // namespace roam::coll
