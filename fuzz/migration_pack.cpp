@@ -32,8 +32,8 @@ void check_message(const detail::message_ptr& m, const detail::migration_pack& p
                    const detail::migration_pack_bounds& b) {
   const auto oh = detail::decode_object_header(
       std::span<const std::byte>(m->payload(), m->header.payload_size), b.nodes, b.home_span);
-  if (!(oh.target == p.header.id) || m->header.handler >= b.handlers ||
-      m->header.checksum != detail::header_checksum(m->header))
+  if (oh.target.home != p.header.id.home || oh.target.index != p.header.id.index ||
+      m->header.handler >= b.handlers || m->header.checksum != detail::header_checksum(m->header))
     std::abort();
 }
 

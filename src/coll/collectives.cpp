@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -35,9 +36,20 @@ unsigned radix(const links& l, const choice& c, const char* what) {
 
 /// The choice to run: the caller's, or the rules' for an automatic one.
 choice resolved(const links& l, collective what, std::size_t bytes, const choice& c) {
+  if (c.k == 1)
+    throw usage_error(std::string("roam::coll::") + std::string(to_string(what)) + ": " +
+                      std::string(to_string(c.alg)) + " needs a radix k of at least 2, not 1");
   if (c.alg != algorithm::automatic) return c;
   return l.rules().select(what, static_cast<std::uint64_t>(l.size()), l.processes_per_node(),
                           bytes);
+}
+
+/// a x b bytes, or a usage_error when that does not fit in memory's address range.
+std::size_t bytes_of(std::size_t a, std::size_t b, const char* what) {
+  if (b != 0 && a > std::numeric_limits<std::size_t>::max() / b)
+    throw usage_error(std::string("roam::coll::") + what + ": " + std::to_string(a) + " x " +
+                      std::to_string(b) + " bytes overflow the address space");
+  return a * b;
 }
 
 [[noreturn]] void not_offered(const choice& c, const char* what) {
@@ -70,7 +82,8 @@ void bcast(links& l, std::byte* data, std::size_t bytes, int root, const choice&
 void reduce(links& l, const std::byte* in, std::byte* out, std::size_t count, const reduction& r,
             int root, const choice& asked) {
   check_root(l, root, "reduce");
-  const choice c = resolved(l, collective::reduce, count * r.element_size, asked);
+  const choice c =
+      resolved(l, collective::reduce, bytes_of(count, r.element_size, "reduce"), asked);
   switch (c.alg) {
     case algorithm::linear:
       return linear_reduce(l, in, out, count, r, root);
@@ -83,7 +96,8 @@ void reduce(links& l, const std::byte* in, std::byte* out, std::size_t count, co
 
 void allreduce(links& l, const std::byte* in, std::byte* out, std::size_t count, const reduction& r,
                const choice& asked) {
-  const choice c = resolved(l, collective::allreduce, count * r.element_size, asked);
+  const choice c =
+      resolved(l, collective::allreduce, bytes_of(count, r.element_size, "allreduce"), asked);
   switch (c.alg) {
     case algorithm::linear:
       return linear_allreduce(l, in, out, count, r);
@@ -105,6 +119,7 @@ void allreduce(links& l, const std::byte* in, std::byte* out, std::size_t count,
 void gather(links& l, const std::byte* in, std::byte* out, std::size_t bytes, int root,
             const choice& asked) {
   check_root(l, root, "gather");
+  (void)bytes_of(bytes, static_cast<std::size_t>(l.size()), "gather");  // the root's output
   const choice c = resolved(l, collective::gather, bytes, asked);
   switch (c.alg) {
     case algorithm::linear:
@@ -119,7 +134,7 @@ void gather(links& l, const std::byte* in, std::byte* out, std::size_t bytes, in
 void allgather(links& l, const std::byte* in, std::byte* out, std::size_t bytes,
                const choice& asked) {
   const choice c = resolved(l, collective::allgather, bytes, asked);
-  const std::size_t all = bytes * static_cast<std::size_t>(l.size());
+  const std::size_t all = bytes_of(bytes, static_cast<std::size_t>(l.size()), "allgather");
   switch (c.alg) {
     case algorithm::linear:
       return linear_allgather(l, in, out, bytes);

@@ -11,10 +11,13 @@ namespace {
 
 constexpr double never = std::numeric_limits<double>::infinity();
 
-/// Rounds of a k-nomial tree over p ranks: ceil(log_k p).
+/// Rounds of a k-nomial tree over p ranks: ceil(log_k p) (k >= 2).
 double levels(std::uint64_t p, std::uint64_t k) {
   double l = 0;
-  for (std::uint64_t reach = 1; reach < p; reach *= k) ++l;
+  for (std::uint64_t reach = 1; reach < p; ++l) {
+    if (reach > p / k) return l + 1;  // the next step reaches p (and would overflow)
+    reach *= k;
+  }
   return l;
 }
 
@@ -24,7 +27,7 @@ struct multiplying_rounds {
   bool ranges = false;
   multiplying_rounds(std::uint64_t p, std::uint64_t k) {
     std::uint64_t q = 1;
-    while (q * k <= p) {
+    while (q <= p / k) {
       q *= k;
       ++main;
     }
@@ -39,7 +42,8 @@ double cost_model::time_us(collective what, const choice& how, std::uint64_t ran
   if (ranks <= 1) return 0;
   const double a = alpha_us, b = beta_us_per_byte, g = gamma_us_per_byte;
   const double p = static_cast<double>(ranks), n = static_cast<double>(bytes);
-  const std::uint64_t k = std::min<std::uint64_t>(how.k == 0 ? 2 : how.k, ranks);
+  // Radix 0 is 2; 1 is not a radix (the calls refuse it) and is modelled as 2.
+  const std::uint64_t k = std::min<std::uint64_t>(std::max(how.k, 2u), ranks);
   const double km1 = static_cast<double>(k - 1), l = levels(ranks, k);
   const multiplying_rounds rm(ranks, k);
   // Ranges around recursive multiplying: a member's vector in, the result out.

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -29,14 +30,25 @@ std::string mpi_text(int code) {
 
 class mpi_links final : public roam::coll::detail::links {
  public:
-  explicit mpi_links(MPI_Comm comm) {
+  explicit mpi_links(MPI_Comm comm) : user_(comm) {
     check(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup", -1);
-    check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", -1);
-    check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank", -1);
-    check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size", -1);
-    ppn_ = count_processes_per_node();
+    try {
+      check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", -1);
+      check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank", -1);
+      check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size", -1);
+      ppn_ = count_processes_per_node();
+    } catch (...) {
+      MPI_Comm_free(&comm_);
+      throw;
+    }
   }
-  ~mpi_links() override { MPI_Comm_free(&comm_); }
+  ~mpi_links() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&comm_);
+  }
+  /// The application's communicator these links serve.
+  MPI_Comm user() const noexcept { return user_; }
   mpi_links(const mpi_links&) = delete;
   mpi_links& operator=(const mpi_links&) = delete;
 
@@ -64,15 +76,15 @@ class mpi_links final : public roam::coll::detail::links {
   void send(int peer, int tag, const std::byte* data, std::size_t bytes) override {
     for (std::size_t at = 0; at < bytes; at += piece) {
       MPI_Request& r = requests_.emplace_back(MPI_REQUEST_NULL);
-      check(MPI_Isend(data + at, piece_size(bytes - at), MPI_BYTE, peer, tag, comm_, &r),
-            "MPI_Isend", peer);
+      posted(MPI_Isend(data + at, piece_size(bytes - at), MPI_BYTE, peer, tag, comm_, &r),
+             "MPI_Isend", peer);
     }
   }
   void recv(int peer, int tag, std::byte* data, std::size_t bytes) override {
     for (std::size_t at = 0; at < bytes; at += piece) {
       MPI_Request& r = requests_.emplace_back(MPI_REQUEST_NULL);
-      check(MPI_Irecv(data + at, piece_size(bytes - at), MPI_BYTE, peer, tag, comm_, &r),
-            "MPI_Irecv", peer);
+      posted(MPI_Irecv(data + at, piece_size(bytes - at), MPI_BYTE, peer, tag, comm_, &r),
+             "MPI_Irecv", peer);
     }
   }
   void complete() override {
@@ -80,14 +92,20 @@ class mpi_links final : public roam::coll::detail::links {
     statuses_.resize(requests_.size());
     const int code =
         MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), statuses_.data());
-    const std::size_t n = requests_.size();
-    requests_.clear();
-    if (code == MPI_SUCCESS) return;
-    for (std::size_t i = 0; i < n; ++i)
-      if (code == MPI_ERR_IN_STATUS && statuses_[i].MPI_ERROR != MPI_SUCCESS &&
-          statuses_[i].MPI_ERROR != MPI_ERR_PENDING)
-        check(statuses_[i].MPI_ERROR, "MPI_Waitall", statuses_[i].MPI_SOURCE);
-    check(code, "MPI_Waitall", -1);
+    if (code == MPI_SUCCESS) {
+      requests_.clear();
+      return;
+    }
+    int failed = code, peer = -1;
+    if (code == MPI_ERR_IN_STATUS)
+      for (std::size_t i = 0; i < requests_.size(); ++i)
+        if (statuses_[i].MPI_ERROR != MPI_SUCCESS && statuses_[i].MPI_ERROR != MPI_ERR_PENDING) {
+          failed = statuses_[i].MPI_ERROR;
+          peer = statuses_[i].MPI_SOURCE;
+          break;
+        }
+    abandon_requests();
+    check(failed, "MPI_Waitall", peer);
   }
 
  private:
@@ -158,6 +176,24 @@ class mpi_links final : public roam::coll::detail::links {
     check(MPI_Bcast(v, 3, MPI_DOUBLE, 0, comm_), "MPI_Bcast", 0);
     return cost_model{v[0], v[1], v[2]};
   }
+  /// A transfer just posted: on failure the round's other transfers are withdrawn first
+  /// (their buffers belong to the algorithm, which unwinds), then the error is thrown.
+  void posted(int code, const char* call, int peer) {
+    if (code == MPI_SUCCESS) return;
+    requests_.back() = MPI_REQUEST_NULL;
+    abandon_requests();
+    check(code, call, peer);
+  }
+  /// Cancels and completes every outstanding request, so that MPI no longer touches the
+  /// buffers; the communicator stays usable for the next call.
+  void abandon_requests() noexcept {
+    for (MPI_Request& r : requests_)
+      if (r != MPI_REQUEST_NULL) {
+        MPI_Cancel(&r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+      }
+    requests_.clear();
+  }
   static int piece_size(std::size_t left) noexcept {
     return static_cast<int>(left < piece ? left : piece);
   }
@@ -169,6 +205,7 @@ class mpi_links final : public roam::coll::detail::links {
                                          mpi_text(code));
   }
 
+  MPI_Comm user_ = MPI_COMM_NULL;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = -1, size_ = 0;
   std::uint64_t ppn_ = 1;
@@ -178,8 +215,26 @@ class mpi_links final : public roam::coll::detail::links {
   std::vector<MPI_Status> statuses_;
 };
 
+// Every links object alive, so that MPI_Finalize frees them: MPI promises to delete the
+// attributes of MPI_COMM_SELF first at MPI_Finalize, but not those of MPI_COMM_WORLD (Open
+// MPI skips them), whose duplicate would otherwise leak.
+struct live_links {
+  std::mutex lock;
+  std::vector<mpi_links*> all;
+};
+live_links& live() {
+  static auto* l = new live_links;  // never destroyed: MPI_Finalize may run after statics
+  return *l;
+}
+
 int delete_links(MPI_Comm, int, void* value, void*) {
-  delete static_cast<mpi_links*>(value);
+  auto* links = static_cast<mpi_links*>(value);
+  {
+    live_links& l = live();
+    std::lock_guard guard(l.lock);
+    l.all.erase(std::remove(l.all.begin(), l.all.end(), links), l.all.end());
+  }
+  delete links;
   return MPI_SUCCESS;
 }
 
@@ -194,6 +249,31 @@ int links_key() {
   return key;
 }
 
+// MPI_COMM_SELF's attribute, deleted first at MPI_Finalize: frees the links still alive.
+int free_live_links(MPI_Comm, int, void*, void*) {
+  std::vector<mpi_links*> left;
+  {
+    live_links& l = live();
+    std::lock_guard guard(l.lock);
+    left = l.all;
+  }
+  for (mpi_links* links : left) MPI_Comm_delete_attr(links->user(), links_key());
+  return MPI_SUCCESS;
+}
+
+void free_links_at_finalize() {
+  static const bool registered = [] {
+    int key = MPI_KEYVAL_INVALID;
+    if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &free_live_links, &key, nullptr) !=
+            MPI_SUCCESS ||
+        MPI_Comm_set_attr(MPI_COMM_SELF, key, nullptr) != MPI_SUCCESS)
+      throw error(errc::communication,
+                  "roam::coll over MPI: cannot register the clean-up at MPI_Finalize");
+    return true;
+  }();
+  (void)registered;
+}
+
 mpi_links& mpi_links_of(MPI_Comm comm);
 
 }  // namespace
@@ -203,9 +283,13 @@ roam::coll::detail::links& links_of(MPI_Comm comm) { return mpi_links_of(comm); 
 namespace {
 
 mpi_links& mpi_links_of(MPI_Comm comm) {
-  int initialized = 0;
+  int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
-  if (!initialized) throw usage_error("roam::coll::mpi: called before MPI_Init");
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized)
+    throw usage_error(std::string("roam::coll::mpi: called ") +
+                      (initialized ? "after MPI_Finalize" : "before MPI_Init"));
+  free_links_at_finalize();
   const int key = links_key();
   void* value = nullptr;
   int found = 0;
@@ -215,6 +299,9 @@ mpi_links& mpi_links_of(MPI_Comm comm) {
   auto made = std::make_unique<mpi_links>(comm);
   if (MPI_Comm_set_attr(comm, key, made.get()) != MPI_SUCCESS)
     throw error(errc::communication, "roam::coll over MPI: MPI_Comm_set_attr failed");
+  live_links& l = live();
+  std::lock_guard guard(l.lock);
+  l.all.push_back(made.get());
   return *made.release();
 }
 

@@ -59,6 +59,7 @@ void reduce_scatter_allgather_allreduce(links& l, const std::byte* in, std::byte
       for (std::uint64_t j = 0, slot = 0; j < k; ++j) {
         const std::byte* part =
             j == position ? out + keep.first * size : received.data() + slot++ * keep.count * size;
+        if (keep.count == 0) break;  // this participant's part is empty
         if (j == 0)
           std::memcpy(result.data(), part, keep.count * size);
         else

@@ -41,7 +41,9 @@ message_ptr read_packed_message(message_reader& r, const object_id& id,
                                 " has a corrupt header");
   const object_message_header oh = decode_object_header(
       std::span<const std::byte>(m->payload(), h.payload_size), b.nodes, b.home_span);
-  if (!(oh.target == id))
+  // Home and index name the object; a message naming another type is the caller's mistake,
+  // failed when it runs (as on any node), not a corrupt pack.
+  if (oh.target.home != id.home || oh.target.index != id.index)
     throw deserialization_error("a message packed with " + describe_object(id) + " is for " +
                                 describe_object(oh.target));
   return m;

@@ -77,6 +77,10 @@ TEST(CollectiveErrors, ARadixOfOneIsRefused) {
               cd::bcast(l, &b, 1, 0, {algorithm::knomial, 1});
             }).find("needs a radix k of at least 2"),
             std::string::npos);
+  EXPECT_NE(error_of([&](cd::links& l) {
+              cd::bcast(l, &b, 1, 0, {algorithm::linear, 1});
+            }).find("bcast: linear needs a radix k of at least 2, not 1"),
+            std::string::npos);
 }
 
 TEST(CollectiveErrors, AnAlgorithmWithoutTheCollectiveIsRefused) {

@@ -175,6 +175,14 @@ TEST(MigrationPack, APackedMessageForAnotherObjectIsRefused) {
             std::string::npos);
 }
 
+// A call naming the object with the wrong type is failed when it runs (the caller gets an
+// object_error), as on any node: it must not make the pack malformed.
+TEST(MigrationPack, APackedMessageNamingAnotherTypeTravelsOn) {
+  packed_message wrong_type = from(0, 0);
+  wrong_type.target = roam::object_id{2, type + 1, 41};
+  EXPECT_EQ(refusal(with_messages({wrong_type}, {})), "");
+}
+
 TEST(MigrationPack, APackedMessageOfAnUnknownHandlerIsRefused) {
   packed_message unknown = from(0, 0);
   unknown.handler = 8;

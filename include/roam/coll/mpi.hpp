@@ -5,12 +5,14 @@
 // Every rank of `comm` calls the same collective with the same count, root and choice,
 // like an MPI collective; each call returns when this rank's part is done (its output
 // complete, its input reusable). They use MPI_Isend/MPI_Irecv on a duplicate of `comm`
-// made at the first call and kept with `comm` (freed when `comm` is freed; MPI_COMM_WORLD's
-// at MPI_Finalize), so they never match the application's own messages. Call them from
-// one thread per communicator at a time (MPI_THREAD_SERIALIZED suffices), after MPI_Init.
-// An MPI failure throws roam::error naming the call, the peer and MPI's message.
+// made at the first call and kept with `comm` (freed when `comm` is freed, or at
+// MPI_Finalize), so they never match the application's own messages. Call them from one
+// thread per communicator at a time (MPI_THREAD_SERIALIZED suffices), between MPI_Init and
+// MPI_Finalize. An MPI failure throws roam::error (errc::communication) naming the call,
+// the peer and MPI's message; the call's transfers are withdrawn first.
 #pragma once
 
+#include <roam/base/error.hpp>
 #include <roam/coll/algorithm.hpp>
 #include <roam/coll/commutative.hpp>
 #include <roam/coll/cost_model.hpp>
@@ -19,6 +21,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <string>
 #include <type_traits>
 
 namespace roam::coll::mpi {
@@ -26,6 +29,15 @@ namespace roam::coll::mpi {
 namespace detail {
 /// The links of `comm` (its duplicate, made once).
 roam::coll::detail::links& links_of(MPI_Comm comm);
+
+/// count x sizeof(T), or a usage_error when it overflows.
+template <class T>
+std::size_t size_of(std::size_t count) {
+  if (count > static_cast<std::size_t>(-1) / sizeof(T))
+    throw usage_error("roam::coll::mpi: " + std::to_string(count) +
+                      " elements overflow the address space");
+  return count * sizeof(T);
+}
 
 template <class T>
 const std::byte* bytes_of(const T* p) noexcept {
@@ -48,8 +60,8 @@ cost_model measured_model(MPI_Comm comm);
 template <class T>
 void bcast(MPI_Comm comm, T* data, std::size_t count, int root, const choice& c = {}) {
   static_assert(std::is_trivially_copyable_v<T>);
-  roam::coll::detail::bcast(detail::links_of(comm), detail::bytes_of(data), count * sizeof(T), root,
-                            c);
+  roam::coll::detail::bcast(detail::links_of(comm), detail::bytes_of(data),
+                            detail::size_of<T>(count), root, c);
 }
 
 /// `count` elements of `in` on every rank combined by `op` into the root's `out` (in rank
@@ -76,7 +88,7 @@ template <class T>
 void gather(MPI_Comm comm, const T* in, T* out, std::size_t count, int root, const choice& c = {}) {
   static_assert(std::is_trivially_copyable_v<T>);
   roam::coll::detail::gather(detail::links_of(comm), detail::bytes_of(in), detail::bytes_of(out),
-                             count * sizeof(T), root, c);
+                             detail::size_of<T>(count), root, c);
 }
 
 /// gather, with the result in every rank's `out`.
@@ -84,7 +96,7 @@ template <class T>
 void allgather(MPI_Comm comm, const T* in, T* out, std::size_t count, const choice& c = {}) {
   static_assert(std::is_trivially_copyable_v<T>);
   roam::coll::detail::allgather(detail::links_of(comm), detail::bytes_of(in), detail::bytes_of(out),
-                                count * sizeof(T), c);
+                                detail::size_of<T>(count), c);
 }
 
 }  // namespace roam::coll::mpi

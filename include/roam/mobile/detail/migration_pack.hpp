@@ -62,7 +62,8 @@ struct migration_pack_bounds {
 /// to its end, unpacking the value with `unpack`. Throws deserialization_error (naming
 /// what is wrong) unless every field is in range and consistent: the object's id, the
 /// orderings, each packed message's frame, checksum, handler and object header (addressed
-/// to this object), and no early message twice. Any thread; allocates the messages.
+/// to this object's home and index; a wrong type is failed when the message runs), and no
+/// early message twice. Any thread; allocates the messages.
 migration_pack decode_migration_pack(message_reader& r, std::uint32_t type,
                                      const migration_pack_bounds& bounds,
                                      object_unpack_function unpack);
