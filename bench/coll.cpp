@@ -36,11 +36,10 @@ std::vector<choice> candidates(collective what, int p) {
   std::vector<unsigned> radices;
   for (unsigned k = 2; k <= 8 && k < static_cast<unsigned>(p); ++k) radices.push_back(k);
   radices.push_back(static_cast<unsigned>(std::max(p, 2)));
-  for (unsigned k : radices) {
-    all.push_back({algorithm::knomial, k});
-    if (what != collective::reduce) all.push_back({algorithm::recursive_multiplying, k});
-    if (what == collective::allreduce) all.push_back({algorithm::reduce_scatter_allgather, k});
-  }
+  for (const algorithm a :
+       {algorithm::knomial, algorithm::recursive_multiplying, algorithm::reduce_scatter_allgather})
+    if (roam::coll::serves(a, what))
+      for (unsigned k : radices) all.push_back({a, k});
   return all;
 }
 

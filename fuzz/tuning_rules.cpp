@@ -14,21 +14,6 @@ namespace {
 using roam::coll::algorithm;
 using roam::coll::collective;
 
-bool serves(algorithm a, collective c) {
-  switch (a) {
-    case algorithm::linear:
-    case algorithm::knomial:
-      return true;
-    case algorithm::recursive_multiplying:
-      return c != collective::reduce && c != collective::gather;
-    case algorithm::reduce_scatter_allgather:
-      return c == collective::allreduce;
-    case algorithm::automatic:
-      return false;
-  }
-  return false;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -40,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       for (const std::uint64_t v :
            {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{4096}, ~std::uint64_t{0}}) {
         const auto choice = rules.select(c, v, v, v);
-        if (!serves(choice.alg, c) || choice.k == 1 ||
+        if (!roam::coll::serves(choice.alg, c) || choice.k == 1 ||
             (choice.alg == algorithm::linear && choice.k != 0))
           std::abort();
       }

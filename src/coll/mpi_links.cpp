@@ -31,6 +31,8 @@ std::string mpi_text(int code) {
 class mpi_links final : public roam::coll::detail::links {
  public:
   explicit mpi_links(MPI_Comm comm) : user_(comm) {
+    const char* file = std::getenv("ROAM_COLL_TUNING");
+    rules_from_file_ = file && *file;
     check(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup", -1);
     try {
       check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler", -1);
@@ -59,8 +61,7 @@ class mpi_links final : public roam::coll::detail::links {
   // this communicator at its first automatic call (collective, so every rank probes and
   // gets rank 0's measurement: every rank must choose alike).
   const tuning_rules& rules() const override {
-    const char* file = std::getenv("ROAM_COLL_TUNING");
-    if (file && *file) return roam::coll::detail::default_rules();
+    if (rules_from_file_) return roam::coll::detail::default_rules();
     if (!probed_) probed_ = rules_from(model());
     return *probed_;
   }
@@ -209,6 +210,7 @@ class mpi_links final : public roam::coll::detail::links {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = -1, size_ = 0;
   std::uint64_t ppn_ = 1;
+  bool rules_from_file_ = false;  ///< ROAM_COLL_TUNING was set when the links were made
   mutable std::optional<cost_model> model_;
   mutable std::optional<tuning_rules> probed_;
   std::vector<MPI_Request> requests_;

@@ -124,21 +124,6 @@ std::uint64_t number(const reader& r, const object::member& m, std::string_view 
   return value;
 }
 
-bool serves(algorithm a, collective c) noexcept {
-  switch (a) {
-    case algorithm::linear:
-    case algorithm::knomial:
-      return true;
-    case algorithm::recursive_multiplying:
-      return c == collective::bcast || c == collective::allgather || c == collective::allreduce;
-    case algorithm::reduce_scatter_allgather:
-      return c == collective::allreduce;
-    case algorithm::automatic:
-      return false;
-  }
-  return false;
-}
-
 choice read_choice(const reader& r, const object& o, collective what) {
   if (o.members.size() != 1)
     r.fail(o.line, "a message size's rule holds exactly one \"algorithm=NAME\"");
@@ -204,6 +189,21 @@ const Next& first_holding(const std::vector<detail::bounded<Next>>& level,
 }
 
 }  // namespace
+
+bool serves(algorithm a, collective c) noexcept {
+  switch (a) {
+    case algorithm::linear:
+    case algorithm::knomial:
+      return true;
+    case algorithm::recursive_multiplying:
+      return c == collective::bcast || c == collective::allgather || c == collective::allreduce;
+    case algorithm::reduce_scatter_allgather:
+      return c == collective::allreduce;
+    case algorithm::automatic:
+      return false;
+  }
+  return false;
+}
 
 std::string_view to_string(collective c) noexcept {
   constexpr std::string_view names[] = {"bcast", "reduce", "gather", "allgather", "allreduce"};

@@ -24,8 +24,9 @@ std::uint64_t packed_message_size(const message& m) noexcept {
 
 namespace {
 
+/// A packed message, and its object header (checked).
 message_ptr read_packed_message(message_reader& r, const object_id& id,
-                                const migration_pack_bounds& b) {
+                                const migration_pack_bounds& b, object_message_header& oh) {
   std::uint64_t size = 0;
   r.read(&size, sizeof size);
   if (size < sizeof(message_header) || size > r.remaining())
@@ -39,8 +40,8 @@ message_ptr read_packed_message(message_reader& r, const object_id& id,
       h.payload_size != size - sizeof(message_header) || h.handler >= b.handlers)
     throw deserialization_error("a message packed with " + describe_object(id) +
                                 " has a corrupt header");
-  const object_message_header oh = decode_object_header(
-      std::span<const std::byte>(m->payload(), h.payload_size), b.nodes, b.home_span);
+  oh = decode_object_header(std::span<const std::byte>(m->payload(), h.payload_size), b.nodes,
+                            b.home_span);
   // Home and index name the object; a message naming another type is the caller's mistake,
   // failed when it runs (as on any node), not a corrupt pack.
   if (oh.target.home != id.home || oh.target.index != id.index)
@@ -86,14 +87,12 @@ migration_pack decode_migration_pack(message_reader& r, std::uint32_t type,
                                   " out of order or out of range");
     p.expected.push_back(o);
   }
+  object_message_header oh;
   for (std::uint32_t i = 0; i < ph.ready_count; ++i)
-    p.ready.push_back(read_packed_message(r, ph.id, b));
+    p.ready.push_back(read_packed_message(r, ph.id, b, oh));
   std::vector<std::pair<node_id, std::uint64_t>> early_keys;
   for (std::uint32_t i = 0; i < ph.early_count; ++i) {
-    p.early.push_back(read_packed_message(r, ph.id, b));
-    const object_message_header oh = decode_object_header(
-        std::span<const std::byte>(p.early.back()->payload(), p.early.back()->header.payload_size),
-        b.nodes, b.home_span);
+    p.early.push_back(read_packed_message(r, ph.id, b, oh));
     early_keys.emplace_back(oh.origin, oh.seq);
   }
   r.expect_end();

@@ -23,6 +23,9 @@ tuning_rules rules_from(const cost_model& model);
 enum class collective : std::uint8_t { bcast, reduce, gather, allgather, allreduce };
 /// "bcast", "reduce", ...
 std::string_view to_string(collective c) noexcept;
+/// Whether algorithm `a` implements collective `c` (docs/guide/collectives.md#the-algorithms);
+/// automatic implements none (it is what the rules choose).
+bool serves(algorithm a, collective c) noexcept;
 
 /// A complete set of rules: for every collective, communicator size, processes per node
 /// and message size, one algorithm with its radix. Immutable once read; any thread.
