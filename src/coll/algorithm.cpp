@@ -8,11 +8,12 @@ namespace roam::coll {
 
 namespace {
 
-constexpr std::array<std::pair<algorithm, std::string_view>, 5> names{{
+constexpr std::array<std::pair<algorithm, std::string_view>, 6> names{{
     {algorithm::linear, "linear"},
     {algorithm::knomial, "knomial"},
     {algorithm::recursive_multiplying, "recursive_multiplying"},
     {algorithm::reduce_scatter_allgather, "reduce_scatter_allgather"},
+    {algorithm::k_ring, "k_ring"},
     {algorithm::automatic, "automatic"},
 }};
 
@@ -30,10 +31,24 @@ std::optional<algorithm> algorithm_named(std::string_view name) noexcept {
   return std::nullopt;
 }
 
+unsigned default_radix(algorithm a) noexcept {
+  switch (a) {
+    case algorithm::linear:
+    case algorithm::automatic:
+      return 0;
+    case algorithm::k_ring:
+      return 1;
+    default:
+      return 2;
+  }
+}
+
+unsigned smallest_radix(algorithm a) noexcept { return a == algorithm::k_ring ? 1 : 2; }
+
 std::string describe(const choice& c) {
   std::string text(to_string(c.alg));
   if (c.alg != algorithm::linear && c.alg != algorithm::automatic)
-    text += " k=" + std::to_string(c.k == 0 ? 2 : c.k);
+    text += " k=" + std::to_string(c.k == 0 ? default_radix(c.alg) : c.k);
   return text;
 }
 

@@ -25,20 +25,19 @@ void check_root(const links& l, int root, const char* what) {
                       " is not one of the " + std::to_string(l.size()) + " ranks");
 }
 
-/// The radix to run with: 2 by default; more than size() acts as size() (one level).
-unsigned radix(const links& l, const choice& c, const char* what) {
-  if (c.k == 1)
-    throw usage_error(std::string("roam::coll::") + what + ": " + std::string(to_string(c.alg)) +
-                      " needs a radix k of at least 2, not 1");
-  const unsigned k = c.k == 0 ? 2u : c.k;
-  return std::max(2u, std::min(k, static_cast<unsigned>(l.size())));
+/// The radix to run with (resolved() checked it): the algorithm's default for 0; more than
+/// size() acts as size() (one level, one group).
+unsigned radix(const links& l, const choice& c) {
+  const unsigned k = c.k == 0 ? default_radix(c.alg) : c.k;
+  return std::max(smallest_radix(c.alg), std::min(k, static_cast<unsigned>(l.size())));
 }
 
 /// The choice to run: the caller's, or the rules' for an automatic one.
 choice resolved(const links& l, collective what, std::size_t bytes, const choice& c) {
-  if (c.k == 1)
+  if (c.k != 0 && c.k < smallest_radix(c.alg))
     throw usage_error(std::string("roam::coll::") + std::string(to_string(what)) + ": " +
-                      std::string(to_string(c.alg)) + " needs a radix k of at least 2, not 1");
+                      std::string(to_string(c.alg)) + " needs a radix k of at least " +
+                      std::to_string(smallest_radix(c.alg)) + ", not " + std::to_string(c.k));
   if (c.alg != algorithm::automatic) return c;
   return l.rules().select(what, static_cast<std::uint64_t>(l.size()), l.processes_per_node(),
                           bytes);
@@ -67,12 +66,18 @@ void bcast(links& l, std::byte* data, std::size_t bytes, int root, const choice&
     case algorithm::linear:
       return linear_bcast(l, data, bytes, root);
     case algorithm::knomial:
-      return knomial_bcast(l, data, bytes, root, radix(l, c, "bcast"));
+      return knomial_bcast(l, data, bytes, root, radix(l, c));
     case algorithm::recursive_multiplying: {
-      const unsigned k = radix(l, c, "bcast");
+      const unsigned k = radix(l, c);
       const blocks chunks{bytes, static_cast<std::uint64_t>(l.size()), 0};
       knomial_scatter(l, data, chunks, root, k);
       return recursive_multiplying_allgather(l, data, chunks, root, k);
+    }
+    case algorithm::k_ring: {
+      // Scatter by a binomial tree: the radix is the ring groups' size, not the tree's.
+      const blocks chunks{bytes, static_cast<std::uint64_t>(l.size()), 0};
+      knomial_scatter(l, data, chunks, root, 2);
+      return k_ring_allgather(l, data, chunks, root, radix(l, c));
     }
     default:
       not_offered(c, "bcast");
@@ -88,7 +93,7 @@ void reduce(links& l, const std::byte* in, std::byte* out, std::size_t count, co
     case algorithm::linear:
       return linear_reduce(l, in, out, count, r, root);
     case algorithm::knomial:
-      return knomial_reduce(l, in, out, count, r, root, radix(l, c, "reduce"));
+      return knomial_reduce(l, in, out, count, r, root, radix(l, c));
     default:
       not_offered(c, "reduce");
   }
@@ -102,14 +107,16 @@ void allreduce(links& l, const std::byte* in, std::byte* out, std::size_t count,
     case algorithm::linear:
       return linear_allreduce(l, in, out, count, r);
     case algorithm::knomial: {
-      const unsigned k = radix(l, c, "allreduce");
+      const unsigned k = radix(l, c);
       knomial_reduce(l, in, out, count, r, 0, k);
       return knomial_bcast(l, out, count * r.element_size, 0, k);
     }
     case algorithm::recursive_multiplying:
-      return recursive_multiplying_allreduce(l, in, out, count, r, radix(l, c, "allreduce"));
+      return recursive_multiplying_allreduce(l, in, out, count, r, radix(l, c));
     case algorithm::reduce_scatter_allgather:
-      return reduce_scatter_allgather_allreduce(l, in, out, count, r, radix(l, c, "allreduce"));
+      return reduce_scatter_allgather_allreduce(l, in, out, count, r, radix(l, c));
+    case algorithm::k_ring:
+      return k_ring_allreduce(l, in, out, count, r, radix(l, c));
     case algorithm::automatic:
       break;  // resolved above: rules name concrete algorithms
   }
@@ -125,7 +132,7 @@ void gather(links& l, const std::byte* in, std::byte* out, std::size_t bytes, in
     case algorithm::linear:
       return linear_gather(l, in, out, bytes, root);
     case algorithm::knomial:
-      return knomial_gather(l, in, out, bytes, root, radix(l, c, "gather"));
+      return knomial_gather(l, in, out, bytes, root, radix(l, c));
     default:
       not_offered(c, "gather");
   }
@@ -139,16 +146,17 @@ void allgather(links& l, const std::byte* in, std::byte* out, std::size_t bytes,
     case algorithm::linear:
       return linear_allgather(l, in, out, bytes);
     case algorithm::knomial: {
-      const unsigned k = radix(l, c, "allgather");
+      const unsigned k = radix(l, c);
       knomial_gather(l, in, out, bytes, 0, k);
       return knomial_bcast(l, out, all, 0, k);
     }
-    case algorithm::recursive_multiplying: {
+    case algorithm::recursive_multiplying:
+    case algorithm::k_ring: {
       const blocks each{all, static_cast<std::uint64_t>(l.size()), bytes};
-      if (bytes != 0)
-        std::memmove(out + each.edge(static_cast<std::uint64_t>(l.rank())), in, bytes);
       if (bytes == 0) return;
-      return recursive_multiplying_allgather(l, out, each, 0, radix(l, c, "allgather"));
+      std::memmove(out + each.edge(static_cast<std::uint64_t>(l.rank())), in, bytes);
+      if (c.alg == algorithm::k_ring) return k_ring_allgather(l, out, each, 0, radix(l, c));
+      return recursive_multiplying_allgather(l, out, each, 0, radix(l, c));
     }
     default:
       not_offered(c, "allgather");

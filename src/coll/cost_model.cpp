@@ -42,7 +42,7 @@ double cost_model::time_us(collective what, const choice& how, std::uint64_t ran
   if (ranks <= 1) return 0;
   const double a = alpha_us, b = beta_us_per_byte, g = gamma_us_per_byte;
   const double p = static_cast<double>(ranks), n = static_cast<double>(bytes);
-  // Radix 0 is 2; 1 is not a radix (the calls refuse it) and is modelled as 2.
+  // Radix 0 is 2; 1 is a radix of k_ring only, which the model does not look at.
   const std::uint64_t k = std::min<std::uint64_t>(std::max(how.k, 2u), ranks);
   const double km1 = static_cast<double>(k - 1), l = levels(ranks, k);
   const multiplying_rounds rm(ranks, k);
@@ -95,6 +95,21 @@ double cost_model::time_us(collective what, const choice& how, std::uint64_t ran
     case algorithm::reduce_scatter_allgather:
       if (what != collective::allreduce) return never;
       return 2 * rm.main * a + 2 * n * (p - 1) / p * b + n * (p - 1) / p * g + fold;
+    case algorithm::k_ring: {
+      // P-1 rounds of one block each; the model has one kind of link, so the groups' size
+      // (which pays where links within a group are faster) does not show in it.
+      const double block = n / p;
+      switch (what) {
+        case collective::allgather:
+          return (p - 1) * (a + n * b);
+        case collective::bcast:  // a binomial scatter, then the ring allgather of n / p each
+          return levels(ranks, 2) * a + n * (p - 1) / p * b + (p - 1) * (a + block * b);
+        case collective::allreduce:
+          return (p - 1) * (a + block * (b + g)) + (p - 1) * (a + block * b);
+        default:
+          return never;
+      }
+    }
     case algorithm::automatic:
       return never;  // not an algorithm: what the rules choose
   }
@@ -118,6 +133,10 @@ choice cost_model::best(collective what, std::uint64_t ranks, std::uint64_t byte
         best_time = t;
       }
     }
+  // The ring's groups (k_ring's radix) make no difference to the model: the ring, k = 1.
+  if (const double t = time_us(what, {algorithm::k_ring, 1}, ranks, bytes);
+      t < best_time * (1 - 1e-9))
+    best = {algorithm::k_ring, 1};
   return best;
 }
 

@@ -1,6 +1,7 @@
 // The algorithms themselves, one per file (knomial.cpp, recursive_multiplying.cpp,
-// linear.cpp); collectives.cpp checks a call and picks one. Arguments as in
-// include/roam/coll/detail/algorithms.hpp; `k` is checked (2 <= k) and capped at size().
+// reduce_scatter_allgather.cpp, k_ring.cpp, linear.cpp); collectives.cpp checks a call and picks
+// one. Arguments as in include/roam/coll/detail/algorithms.hpp; `k` is checked (2 <= k) and capped
+// at size().
 #pragma once
 
 #include "schedule.hpp"
@@ -37,6 +38,13 @@ void recursive_multiplying_allreduce(links& l, const std::byte* in, std::byte* o
 /// (k-1)/k of the current segment instead of all of it. For large vectors.
 void reduce_scatter_allgather_allreduce(links& l, const std::byte* in, std::byte* out,
                                         std::size_t count, const reduction& r, unsigned k);
+
+/// K-ring (k_ring.cpp): every rank holds its block of `data` (relative to `root`, cut as
+/// `b`); afterwards every rank holds all of them. `k` (>= 1) is the ring groups' size.
+void k_ring_allgather(links& l, std::byte* data, const blocks& b, int root, unsigned k);
+/// A k-ring reduce-scatter then the k-ring allgather; usage_error unless `r` commutes.
+void k_ring_allreduce(links& l, const std::byte* in, std::byte* out, std::size_t count,
+                      const reduction& r, unsigned k);
 
 void linear_bcast(links& l, std::byte* data, std::size_t bytes, int root);
 void linear_reduce(links& l, const std::byte* in, std::byte* out, std::size_t count,

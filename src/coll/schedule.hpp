@@ -10,7 +10,9 @@
 namespace roam::coll::detail {
 
 /// Tags: a phase of an algorithm and its round (a level of a tree, a step of recursive
-/// multiplying); fewer than 64 rounds in any phase, since k >= 2 and P < 2^32.
+/// multiplying); fewer than 64 rounds in any phase, since k >= 2 and P < 2^32. The rings
+/// (k_ring.cpp) have up to P-1 rounds and use round 0 throughout: transfers of one tag
+/// match in order (links::send).
 enum class phase : int { main = 0, forward = 1, pre = 2, post = 3, scatter = 4, second = 5 };
 inline int tag_of(phase p, int round) noexcept { return static_cast<int>(p) * 64 + round; }
 
@@ -53,18 +55,25 @@ inline std::uint64_t knomial_distance(std::uint64_t r, std::uint64_t k, std::uin
   return d;  // >= size for the root
 }
 
-/// Recursive multiplying's participants (recursive_multiplying.cpp): the P ranks cut into
-/// q = k^m contiguous ranges, q the largest power of k not above P; a range's first rank
-/// takes part in the main stage for the range.
-struct participants {
+/// `p` ranks cut into `q` contiguous ranges as even as counts allow (sizes differ by at
+/// most one; q <= p).
+struct even_ranges {
   std::uint64_t p, q;
-  explicit participants(std::uint64_t size, std::uint64_t k) : p(size), q(1) {
-    while (q * k <= p) q *= k;
-  }
   /// First relative rank of range i (i <= q; first(q) == p).
   std::uint64_t first(std::uint64_t i) const noexcept { return i * p / q; }
+  /// Ranks in range i.
+  std::uint64_t size_of(std::uint64_t i) const noexcept { return first(i + 1) - first(i); }
   /// The range holding relative rank v: the largest i with first(i) <= v.
   std::uint64_t range_of(std::uint64_t v) const noexcept { return ((v + 1) * q - 1) / p; }
+};
+
+/// Recursive multiplying's participants (recursive_multiplying.cpp): the P ranks cut into
+/// q = k^m ranges, q the largest power of k not above P; a range's first rank takes part
+/// in the main stage for the range.
+struct participants : even_ranges {
+  explicit participants(std::uint64_t size, std::uint64_t k) : even_ranges{size, 1} {
+    while (q * k <= p) q *= k;
+  }
 };
 
 /// Where the group of participant i at distance d (1, k, k^2, ... below q) starts: its

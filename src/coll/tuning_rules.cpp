@@ -144,8 +144,10 @@ choice read_choice(const reader& r, const object& o, collective what) {
     r.fail(options.line, "an algorithm's options are {} or {\"k=N\": {}}");
   if (*a == algorithm::linear) r.fail(k.line, "the linear algorithm takes no radix");
   const std::uint64_t radix = number(r, k, std::string_view(k.key).substr(2));
-  if (radix < 2 || radix > std::numeric_limits<unsigned>::max())
-    r.fail(k.line, "a radix k must be at least 2, not " + std::string(k.key.substr(2)));
+  if (radix < smallest_radix(*a) || radix > std::numeric_limits<unsigned>::max())
+    r.fail(k.line, "the " + std::string(to_string(*a)) + " algorithm's radix k must be at least " +
+                       std::to_string(smallest_radix(*a)) + ", not " +
+                       std::string(k.key.substr(2)));
   c.k = static_cast<unsigned>(radix);
   return c;
 }
@@ -199,6 +201,8 @@ bool serves(algorithm a, collective c) noexcept {
       return c == collective::bcast || c == collective::allgather || c == collective::allreduce;
     case algorithm::reduce_scatter_allgather:
       return c == collective::allreduce;
+    case algorithm::k_ring:
+      return c == collective::bcast || c == collective::allgather || c == collective::allreduce;
     case algorithm::automatic:
       return false;
   }

@@ -3,6 +3,7 @@
 // each checks its own results and returns what was wrong.
 #pragma once
 
+#include <roam/base/error.hpp>
 #include <roam/coll/detail/algorithms.hpp>
 
 #include <algorithm>
@@ -64,6 +65,10 @@ inline std::vector<choice> choices(int p, collective what) {
     if (!rooted) c.push_back({algorithm::recursive_multiplying, k});
     if (what == collective::allreduce) c.push_back({algorithm::reduce_scatter_allgather, k});
   }
+  // K-ring's radix is its groups' size: 1 (the ring) up to P, even and uneven groups.
+  if (!rooted)
+    for (unsigned k : {1u, 2u, 3u, 4u, 5u, static_cast<unsigned>(std::max(p, 1))})
+      c.push_back({algorithm::k_ring, k});
   return c;
 }
 
@@ -157,6 +162,16 @@ class case_runner {
     const auto in = maps_of(me_, count, s);
     std::vector<affine> out(count);
     const auto op = [](const affine& x, const affine& y) { return then(x, y); };
+    if (c.alg == algorithm::k_ring) {  // combines in ring order: refuses the operator
+      try {
+        cd::allreduce(l_, bytes(in), wbytes(out), count, cd::reduction_of<affine>(op), c);
+        expect(false, where("allreduce in order took a non-commutative operator", c, count, -1));
+      } catch (const roam::usage_error& e) {
+        expect(std::string(e.what()).find("not known to commute") != std::string::npos,
+               where("allreduce in order's error", c, count, -1) + ": " + e.what());
+      }
+      return;
+    }
     cd::allreduce(l_, bytes(in), wbytes(out), count, cd::reduction_of<affine>(op), c);
     expect(out == composed(count, s), where("allreduce in order", c, count, -1));
   }

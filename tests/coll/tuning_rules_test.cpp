@@ -81,7 +81,20 @@ TEST(TuningRules, EachErrorNamesItsLine) {
       with_allreduce(
           "{\"comm_size=any\": {\"ppn=any\": {\"msg_size=any\": {\"algorithm=knomial\": {\"k=1\": "
           "{}}}}}}"),
-      "r.json:6: a radix k must be at least 2, not 1");
+      "r.json:6: the knomial algorithm's radix k must be at least 2, not 1");
+  expect_error(
+      with_allreduce(
+          "{\"comm_size=any\": {\"ppn=any\": {\"msg_size=any\": {\"algorithm=k_ring\": {\"k=0\": "
+          "{}}}}}}"),
+      "r.json:6: the k_ring algorithm's radix k must be at least 1, not 0");
+  std::string ring_gather = with_allreduce("{}");
+  const std::string linear_gather =
+      "gather\": {\"comm_size=any\": {\"ppn=any\": "
+      "{\"msg_size=any\": {\"algorithm=linear";
+  ring_gather.replace(ring_gather.find("\"collective=" + linear_gather) + 12, linear_gather.size(),
+                      "gather\": {\"comm_size=any\": {\"ppn=any\": {\"msg_size=any\": "
+                      "{\"algorithm=k_ring");
+  expect_error(ring_gather, "r.json:4: the k_ring algorithm has no gather");
   expect_error(
       with_allreduce(
           "{\"comm_size=any\": {\"ppn=any\": {\"msg_size=any\": {\"algorithm=linear\": {\"k=2\": "
@@ -135,6 +148,25 @@ TEST(CostModel, RulesFromTheModelAreCompleteAndServeTheirCollectives) {
         EXPECT_LT(model.time_us(c, choice, 64, 1024), 1e300)
             << roam::coll::describe(choice) << " for " << roam::coll::to_string(c);
       }
+}
+
+TEST(TuningRules, KRingTakesAGroupSizeOfOne) {
+  const tuning_rules rules =
+      tuning_rules::parse(with_allreduce("{\"comm_size=any\": {\"ppn=any\": {\"msg_size=any\": "
+                                         "{\"algorithm=k_ring\": {\"k=1\": {}}}}}}"),
+                          "r.json");
+  EXPECT_TRUE(same(rules.select(collective::allreduce, 6, 3, 1 << 20), algorithm::k_ring, 1));
+  EXPECT_EQ(roam::coll::describe({algorithm::k_ring, 0}), "k_ring k=1");
+  EXPECT_EQ(roam::coll::describe({algorithm::knomial, 0}), "knomial k=2");
+}
+
+TEST(CostModel, TheRingsBandwidthShowsForLargeBroadcasts) {
+  const cost_model model;
+  // Scatter + ring allgather moves about 2n per rank where a binomial tree moves n log P.
+  EXPECT_LT(model.time_us(collective::bcast, {algorithm::k_ring, 1}, 64, 64u << 20),
+            model.time_us(collective::bcast, {algorithm::knomial, 2}, 64, 64u << 20));
+  EXPECT_EQ(model.time_us(collective::reduce, {algorithm::k_ring, 1}, 8, 8),
+            std::numeric_limits<double>::infinity());
 }
 
 TEST(CostModel, ItFavoursFewRoundsForSmallMessagesAndFewBytesForLargeOnes) {

@@ -16,9 +16,10 @@ class links {
   virtual int rank() const noexcept = 0;
   virtual int size() const noexcept = 0;
   /// Posts the transfer of `bytes` (> 0) at `data` to `peer`. `tag` names the round: the
-  /// receiver posts the matching receive with the same tag, and between two ranks at most
-  /// one transfer per tag and direction is in flight. `data` stays untouched until
-  /// complete() returns.
+  /// receiver posts the matching receive with the same tag. Between two complete() calls
+  /// at most one transfer per peer, tag and direction is posted; transfers of one tag
+  /// between two ranks in one direction match in the order they were posted (as MPI's
+  /// do), so rounds may reuse a tag. `data` stays untouched until complete() returns.
   virtual void send(int peer, int tag, const std::byte* data, std::size_t bytes) = 0;
   /// Posts the receipt of exactly `bytes` (> 0) from `peer` into `data`.
   virtual void recv(int peer, int tag, std::byte* data, std::size_t bytes) = 0;
