@@ -2,6 +2,7 @@
 #include "kernels.hpp"
 
 #include <roam/base/error.hpp>
+#include <roam/coll/coll_settings.hpp>
 #include <roam/coll/cost_model.hpp>
 #include <roam/coll/detail/algorithms.hpp>
 
@@ -39,6 +40,7 @@ choice resolved(const links& l, collective what, std::size_t bytes, const choice
                       std::string(to_string(c.alg)) + " needs a radix k of at least " +
                       std::to_string(smallest_radix(c.alg)) + ", not " + std::to_string(c.k));
   if (c.alg != algorithm::automatic) return c;
+  if (const choice f = l.forced(); f.alg != algorithm::automatic && serves(f.alg, what)) return f;
   return l.rules().select(what, static_cast<std::uint64_t>(l.size()), l.processes_per_node(),
                           bytes);
 }
@@ -165,6 +167,32 @@ void allgather(links& l, const std::byte* in, std::byte* out, std::size_t bytes,
 
 const tuning_rules& links::rules() const { return default_rules(); }
 
+choice links::forced() const { return forced_choice(); }
+
+choice forced_choice() {
+  // Read once, like the rules; a malformed value fails every call that would use it.
+  struct read_once {
+    choice forced;
+    std::string problem;
+  };
+  static const read_once read = [] {
+    const char* text = std::getenv("ROAM_COLL_ALGORITHM");
+    if (!text || !*text) return read_once{};
+    try {
+      return read_once{choice_named(text, "ROAM_COLL_ALGORITHM"), {}};
+    } catch (const config_error& e) {
+      return read_once{{}, e.message()};
+    }
+  }();
+  if (!read.problem.empty()) throw config_error(read.problem);
+  return read.forced;
+}
+
+const tuning_rules& default_model_rules() {
+  static const tuning_rules rules = rules_from(cost_model{});
+  return rules;
+}
+
 const tuning_rules& default_rules() {
   // Read once; a file that fails to load is reported again at the next call.
   static std::atomic<const tuning_rules*> ready{nullptr};
@@ -174,7 +202,11 @@ const tuning_rules& default_rules() {
   std::lock_guard guard(lock);
   if (!rules) {
     const char* path = std::getenv("ROAM_COLL_TUNING");
-    rules = path && *path ? tuning_rules::load(path) : rules_from(cost_model{});
+    if (!path || !*path) {
+      ready.store(&default_model_rules(), std::memory_order_release);
+      return default_model_rules();
+    }
+    rules = tuning_rules::load(path);
     ready.store(&*rules, std::memory_order_release);
   }
   return *rules;

@@ -2,15 +2,23 @@
 //
 // Every node must call the same collectives in the same order, from its application
 // thread (the thread running roam::run's body), like MPI collectives on a communicator.
-// They travel as runtime messages along a binomial tree (O(log P) steps), are not counted
-// by wait_quiescence, and the waiting thread runs its node's work meanwhile.
+// Their messages are runtime messages, not counted by wait_quiescence, and the waiting
+// thread runs its node's work meanwhile.
 //
-// Reduction operators are functions, or stateless function objects or lambdas (they are
-// instantiated on the nodes that combine); they must be associative and commutative:
-// partial results are combined in arrival order.
+// Values that go by memcpy (roam::detail::is_bitwise_serializable: trivially copyable
+// types without a serialize function) and the buffer forms run the generalized algorithms
+// of the collectives layer (roam/coll, docs/guide/collectives.md) over the nodes: the
+// algorithm and radix the rules choose (--roam-coll-tuning; --roam-coll-algorithm forces
+// one), and reductions combined in node order unless the operator is known to commute.
+// Other values (serialized through cereal: vectors, strings, ...) travel along a binomial
+// tree of messages (O(log P) steps) whose reductions combine partial results in arrival
+// order: their operators must be associative and commutative, and functions or stateless
+// function objects or lambdas (they are instantiated on the nodes that combine).
 #pragma once
 
+#include <roam/am/detail/node_links.hpp>
 #include <roam/am/send.hpp>
+#include <roam/coll/detail/typed_collectives.hpp>
 #include <roam/core/runtime.hpp>
 #include <roam/trace/detail/recorder.hpp>
 
@@ -166,6 +174,17 @@ std::optional<T> tree_reduce(const char* caller, T value, Op op, node_id root) {
   return finish<T>(n, seq);
 }
 
+/// One node collective on the generalized algorithms: its node, trace region and links.
+struct coll_call {
+  node_runtime& node;
+  trace::region_scope traced;
+  node_links links;
+  coll_call(const char* caller, node_id root)
+      : node(collective_node(caller, root)),
+        traced(caller, id_of(node)),
+        links(node, next_collective_sequence(node)) {}
+};
+
 struct no_value {
   template <class Ar>
   void serialize(Ar&) {}
@@ -213,42 +232,123 @@ inline void barrier_all_handled() {
 /// Combines every node's `value` with `op`; the result is returned on every node.
 template <class T, class Op>
 T allreduce(T value, Op op) {
-  return *detail::tree_reduce<T, Op, true>("roam::allreduce", std::move(value), op, 0);
+  if constexpr (detail::is_bitwise_serializable<T>) {
+    detail::coll_call call("roam::allreduce", 0);
+    T result = value;
+    coll::detail::allreduce_of(call.links, &value, &result, 1, op, {});
+    return result;
+  } else {
+    return *detail::tree_reduce<T, Op, true>("roam::allreduce", std::move(value), op, 0);
+  }
 }
 
 /// Combines every node's `value` with `op`; the result is returned on `root`, nullopt
 /// elsewhere (non-roots return as soon as their part is passed on).
 template <class T, class Op>
 std::optional<T> reduce(T value, Op op, node_id root = 0) {
-  return detail::tree_reduce<T, Op, false>("roam::reduce", std::move(value), op, root);
+  if constexpr (detail::is_bitwise_serializable<T>) {
+    detail::coll_call call("roam::reduce", root);
+    T result = value;
+    coll::detail::reduce_of(call.links, &value, &result, 1, op, static_cast<int>(root), {});
+    if (detail::id_of(call.node) != root) return std::nullopt;
+    return result;
+  } else {
+    return detail::tree_reduce<T, Op, false>("roam::reduce", std::move(value), op, root);
+  }
 }
 
 /// Every node's `value` in node order, on `root`; an empty vector elsewhere.
 template <class T>
 std::vector<T> gather(T value, node_id root = 0) {
-  using part = std::vector<std::pair<node_id, T>>;
-  auto all = detail::tree_reduce<part, detail::concatenate<T>, false>(
-      "roam::gather", part{{this_node(), std::move(value)}}, {}, root);
-  return all ? detail::in_node_order(std::move(*all)) : std::vector<T>{};
+  if constexpr (detail::is_bitwise_serializable<T>) {
+    detail::coll_call call("roam::gather", root);
+    std::vector<T> all(detail::id_of(call.node) == root ? detail::size_of(call.node) : 0, value);
+    coll::detail::gather_of(call.links, &value, all.data(), 1, static_cast<int>(root), {});
+    return all;
+  } else {
+    using part = std::vector<std::pair<node_id, T>>;
+    auto all = detail::tree_reduce<part, detail::concatenate<T>, false>(
+        "roam::gather", part{{this_node(), std::move(value)}}, {}, root);
+    return all ? detail::in_node_order(std::move(*all)) : std::vector<T>{};
+  }
 }
 
 /// Every node's `value` in node order, on every node.
 template <class T>
 std::vector<T> allgather(T value) {
-  using part = std::vector<std::pair<node_id, T>>;
-  auto all = detail::tree_reduce<part, detail::concatenate<T>, true>(
-      "roam::allgather", part{{this_node(), std::move(value)}}, {}, 0);
-  return detail::in_node_order(std::move(*all));
+  if constexpr (detail::is_bitwise_serializable<T>) {
+    detail::coll_call call("roam::allgather", 0);
+    std::vector<T> all(detail::size_of(call.node), value);
+    coll::detail::allgather_of(call.links, &value, all.data(), 1, {});
+    return all;
+  } else {
+    using part = std::vector<std::pair<node_id, T>>;
+    auto all = detail::tree_reduce<part, detail::concatenate<T>, true>(
+        "roam::allgather", part{{this_node(), std::move(value)}}, {}, 0);
+    return detail::in_node_order(std::move(*all));
+  }
 }
 
 /// `value` as given on `root`, returned on every node (other nodes' arguments are ignored).
 template <class T>
 T broadcast_value(T value, node_id root = 0) {
-  auto& n = detail::collective_node("roam::broadcast_value", root);
-  const detail::trace::region_scope traced("roam::broadcast_value", detail::id_of(n));
-  const std::uint64_t seq = detail::next_collective_sequence(n);
-  if (detail::id_of(n) == root) detail::release<T>(n, seq, root, std::move(value));
-  return *detail::finish<T>(n, seq);
+  if constexpr (detail::is_bitwise_serializable<T>) {
+    detail::coll_call call("roam::broadcast_value", root);
+    coll::detail::bcast_of(call.links, &value, 1, static_cast<int>(root), {});
+    return value;
+  } else {
+    auto& n = detail::collective_node("roam::broadcast_value", root);
+    const detail::trace::region_scope traced("roam::broadcast_value", detail::id_of(n));
+    const std::uint64_t seq = detail::next_collective_sequence(n);
+    if (detail::id_of(n) == root) detail::release<T>(n, seq, root, std::move(value));
+    return *detail::finish<T>(n, seq);
+  }
+}
+
+// Buffers of trivially copyable elements, on the generalized algorithms: each call returns
+// when this node's part is done (its output complete, its input reusable). `how` forces an
+// algorithm and radix (default: the rules' choice; docs/guide/collectives.md); an
+// algorithm that does not serve the collective, or a non-commutative operator given to
+// k_ring, is a roam::usage_error on every node.
+
+/// `count` elements of `in` on every node combined element-wise by `op` (in node order
+/// unless `op` is known to commute: roam/coll/commutative.hpp) into every node's `out`.
+/// `out` may be `in`.
+template <class T, class Op>
+void allreduce(const T* in, T* out, std::size_t count, const Op& op, coll::choice how = {}) {
+  detail::coll_call call("roam::allreduce", 0);
+  coll::detail::allreduce_of(call.links, in, out, count, op, how);
+}
+
+/// allreduce, with the result in `root`'s `out` only (other nodes' `out` is not touched and
+/// may be null).
+template <class T, class Op>
+void reduce(const T* in, T* out, std::size_t count, const Op& op, node_id root = 0,
+            coll::choice how = {}) {
+  detail::coll_call call("roam::reduce", root);
+  coll::detail::reduce_of(call.links, in, out, count, op, static_cast<int>(root), how);
+}
+
+/// `root`'s `count` elements at `data` reach every node's `data`.
+template <class T>
+void broadcast_values(T* data, std::size_t count, node_id root = 0, coll::choice how = {}) {
+  detail::coll_call call("roam::broadcast_values", root);
+  coll::detail::bcast_of(call.links, data, count, static_cast<int>(root), how);
+}
+
+/// Every node's `count` elements at `in` reach `root`'s `out` (nodes x count, in node
+/// order); other nodes' `out` is not touched and may be null.
+template <class T>
+void gather(const T* in, T* out, std::size_t count, node_id root = 0, coll::choice how = {}) {
+  detail::coll_call call("roam::gather", root);
+  coll::detail::gather_of(call.links, in, out, count, static_cast<int>(root), how);
+}
+
+/// gather, with the result in every node's `out`.
+template <class T>
+void allgather(const T* in, T* out, std::size_t count, coll::choice how = {}) {
+  detail::coll_call call("roam::allgather", 0);
+  coll::detail::allgather_of(call.links, in, out, count, how);
 }
 
 }  // namespace roam

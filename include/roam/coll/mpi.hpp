@@ -16,7 +16,7 @@
 #include <roam/coll/algorithm.hpp>
 #include <roam/coll/commutative.hpp>
 #include <roam/coll/cost_model.hpp>
-#include <roam/coll/detail/algorithms.hpp>
+#include <roam/coll/detail/typed_collectives.hpp>
 
 #include <mpi.h>
 
@@ -29,24 +29,6 @@ namespace roam::coll::mpi {
 namespace detail {
 /// The links of `comm` (its duplicate, made once).
 roam::coll::detail::links& links_of(MPI_Comm comm);
-
-/// count x sizeof(T), or a usage_error when it overflows.
-template <class T>
-std::size_t size_of(std::size_t count) {
-  if (count > static_cast<std::size_t>(-1) / sizeof(T))
-    throw usage_error("roam::coll::mpi: " + std::to_string(count) +
-                      " elements overflow the address space");
-  return count * sizeof(T);
-}
-
-template <class T>
-const std::byte* bytes_of(const T* p) noexcept {
-  return reinterpret_cast<const std::byte*>(p);
-}
-template <class T>
-std::byte* bytes_of(T* p) noexcept {
-  return reinterpret_cast<std::byte*>(p);
-}
 }  // namespace detail
 
 /// The cost model behind `comm`'s automatic choices (unless ROAM_COLL_TUNING names a rules
@@ -59,9 +41,7 @@ cost_model measured_model(MPI_Comm comm);
 /// The root's `count` elements at `data` reach every rank's `data`.
 template <class T>
 void bcast(MPI_Comm comm, T* data, std::size_t count, int root, const choice& c = {}) {
-  static_assert(std::is_trivially_copyable_v<T>);
-  roam::coll::detail::bcast(detail::links_of(comm), detail::bytes_of(data),
-                            detail::size_of<T>(count), root, c);
+  roam::coll::detail::bcast_of(detail::links_of(comm), data, count, root, c);
 }
 
 /// `count` elements of `in` on every rank combined by `op` into the root's `out` (in rank
@@ -69,34 +49,26 @@ void bcast(MPI_Comm comm, T* data, std::size_t count, int root, const choice& c 
 template <class T, class Op>
 void reduce(MPI_Comm comm, const T* in, T* out, std::size_t count, const Op& op, int root,
             const choice& c = {}) {
-  const auto r = roam::coll::detail::reduction_of<T>(op);
-  roam::coll::detail::reduce(detail::links_of(comm), detail::bytes_of(in), detail::bytes_of(out),
-                             count, r, root, c);
+  roam::coll::detail::reduce_of(detail::links_of(comm), in, out, count, op, root, c);
 }
 
 /// reduce, with the result in every rank's `out`.
 template <class T, class Op>
 void allreduce(MPI_Comm comm, const T* in, T* out, std::size_t count, const Op& op,
                const choice& c = {}) {
-  const auto r = roam::coll::detail::reduction_of<T>(op);
-  roam::coll::detail::allreduce(detail::links_of(comm), detail::bytes_of(in), detail::bytes_of(out),
-                                count, r, c);
+  roam::coll::detail::allreduce_of(detail::links_of(comm), in, out, count, op, c);
 }
 
 /// Every rank's `count` elements at `in` reach the root's `out` (size x count, rank order).
 template <class T>
 void gather(MPI_Comm comm, const T* in, T* out, std::size_t count, int root, const choice& c = {}) {
-  static_assert(std::is_trivially_copyable_v<T>);
-  roam::coll::detail::gather(detail::links_of(comm), detail::bytes_of(in), detail::bytes_of(out),
-                             detail::size_of<T>(count), root, c);
+  roam::coll::detail::gather_of(detail::links_of(comm), in, out, count, root, c);
 }
 
 /// gather, with the result in every rank's `out`.
 template <class T>
 void allgather(MPI_Comm comm, const T* in, T* out, std::size_t count, const choice& c = {}) {
-  static_assert(std::is_trivially_copyable_v<T>);
-  roam::coll::detail::allgather(detail::links_of(comm), detail::bytes_of(in), detail::bytes_of(out),
-                                detail::size_of<T>(count), c);
+  roam::coll::detail::allgather_of(detail::links_of(comm), in, out, count, c);
 }
 
 }  // namespace roam::coll::mpi
