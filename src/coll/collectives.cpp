@@ -18,22 +18,17 @@
 
 namespace roam::coll::detail {
 
-namespace {
-
 void check_root(const links& l, int root, const char* what) {
   if (root < 0 || root >= l.size())
     throw usage_error(std::string("roam::coll::") + what + ": root " + std::to_string(root) +
                       " is not one of the " + std::to_string(l.size()) + " ranks");
 }
 
-/// The radix to run with (resolved() checked it): the algorithm's default for 0; more than
-/// size() acts as size() (one level, one group).
 unsigned radix(const links& l, const choice& c) {
   const unsigned k = c.k == 0 ? default_radix(c.alg) : c.k;
   return std::max(smallest_radix(c.alg), std::min(k, static_cast<unsigned>(l.size())));
 }
 
-/// The choice to run: the caller's, or the rules' for an automatic one.
 choice resolved(const links& l, collective what, std::size_t bytes, const choice& c) {
   if (c.k != 0 && c.k < smallest_radix(c.alg))
     throw usage_error(std::string("roam::coll::") + std::string(to_string(what)) + ": " +
@@ -45,7 +40,6 @@ choice resolved(const links& l, collective what, std::size_t bytes, const choice
                           bytes);
 }
 
-/// a x b bytes, or a usage_error when that does not fit in memory's address range.
 std::size_t bytes_of(std::size_t a, std::size_t b, const char* what) {
   if (b != 0 && a > std::numeric_limits<std::size_t>::max() / b)
     throw usage_error(std::string("roam::coll::") + what + ": " + std::to_string(a) + " x " +
@@ -53,13 +47,11 @@ std::size_t bytes_of(std::size_t a, std::size_t b, const char* what) {
   return a * b;
 }
 
-[[noreturn]] void not_offered(const choice& c, const char* what) {
+void not_offered(const choice& c, const char* what) {
   throw usage_error(std::string("roam::coll::") + what + ": the " + std::string(to_string(c.alg)) +
                     " algorithm has no " + what +
                     " (docs/guide/collectives.md lists which algorithm serves which)");
 }
-
-}  // namespace
 
 void bcast(links& l, std::byte* data, std::size_t bytes, int root, const choice& asked) {
   check_root(l, root, "bcast");
@@ -125,44 +117,67 @@ void allreduce(links& l, const std::byte* in, std::byte* out, std::size_t count,
   not_offered(c, "allreduce");
 }
 
-void gather(links& l, const std::byte* in, std::byte* out, std::size_t bytes, int root,
-            const choice& asked) {
-  check_root(l, root, "gather");
-  (void)bytes_of(bytes, static_cast<std::size_t>(l.size()), "gather");  // the root's output
-  const choice c = resolved(l, collective::gather, bytes, asked);
+void gather_blocks(links& l, const std::byte* in, std::byte* out, const blocks& b, int root,
+                   const choice& c) {
   switch (c.alg) {
     case algorithm::linear:
-      return linear_gather(l, in, out, bytes, root);
-    case algorithm::knomial:
-      return knomial_gather(l, in, out, bytes, root, radix(l, c));
+      return linear_gather(l, in, out, b, root);
+    case algorithm::knomial: {
+      // The tree cuts ranks relative to the root: blocks of any size are renumbered.
+      std::vector<std::size_t> edges;
+      blocks relative = b;
+      if (b.edges != nullptr && root != 0) {
+        edges.resize(b.parts + 1);
+        for (std::uint64_t i = 0; i < b.parts; ++i) {
+          const std::uint64_t a = (i + static_cast<std::uint64_t>(root)) % b.parts;
+          edges[i + 1] = edges[i] + (b.edge(a + 1) - b.edge(a));
+        }
+        relative.edges = edges.data();
+      }
+      return knomial_gather(l, in, out, relative, root, radix(l, c));
+    }
     default:
       not_offered(c, "gather");
   }
+}
+
+void allgather_blocks(links& l, const std::byte* in, std::byte* out, const blocks& b,
+                      const choice& c) {
+  switch (c.alg) {
+    case algorithm::linear:
+      return linear_gather(l, in, out, b, -1);
+    case algorithm::knomial: {
+      const unsigned k = radix(l, c);
+      knomial_gather(l, in, out, b, 0, k);
+      return knomial_bcast(l, out, b.total, 0, k);
+    }
+    case algorithm::recursive_multiplying:
+    case algorithm::k_ring: {
+      if (b.total == 0) return;
+      const auto me = static_cast<std::uint64_t>(l.rank());
+      if (const std::size_t mine = b.edge(me + 1) - b.edge(me); mine != 0)
+        std::memmove(out + b.edge(me), in, mine);
+      if (c.alg == algorithm::k_ring) return k_ring_allgather(l, out, b, 0, radix(l, c));
+      return recursive_multiplying_allgather(l, out, b, 0, radix(l, c));
+    }
+    default:
+      not_offered(c, "allgather");
+  }
+}
+
+void gather(links& l, const std::byte* in, std::byte* out, std::size_t bytes, int root,
+            const choice& asked) {
+  check_root(l, root, "gather");
+  const std::size_t all = bytes_of(bytes, static_cast<std::size_t>(l.size()), "gather");
+  gather_blocks(l, in, out, {all, static_cast<std::uint64_t>(l.size()), bytes}, root,
+                resolved(l, collective::gather, bytes, asked));
 }
 
 void allgather(links& l, const std::byte* in, std::byte* out, std::size_t bytes,
                const choice& asked) {
   const choice c = resolved(l, collective::allgather, bytes, asked);
   const std::size_t all = bytes_of(bytes, static_cast<std::size_t>(l.size()), "allgather");
-  switch (c.alg) {
-    case algorithm::linear:
-      return linear_allgather(l, in, out, bytes);
-    case algorithm::knomial: {
-      const unsigned k = radix(l, c);
-      knomial_gather(l, in, out, bytes, 0, k);
-      return knomial_bcast(l, out, all, 0, k);
-    }
-    case algorithm::recursive_multiplying:
-    case algorithm::k_ring: {
-      const blocks each{all, static_cast<std::uint64_t>(l.size()), bytes};
-      if (bytes == 0) return;
-      std::memmove(out + each.edge(static_cast<std::uint64_t>(l.rank())), in, bytes);
-      if (c.alg == algorithm::k_ring) return k_ring_allgather(l, out, each, 0, radix(l, c));
-      return recursive_multiplying_allgather(l, out, each, 0, radix(l, c));
-    }
-    default:
-      not_offered(c, "allgather");
-  }
+  allgather_blocks(l, in, out, {all, static_cast<std::uint64_t>(l.size()), bytes}, c);
 }
 
 const tuning_rules& links::rules() const { return default_rules(); }

@@ -7,13 +7,35 @@
 #include "schedule.hpp"
 
 #include <roam/coll/detail/reduction.hpp>
+#include <roam/coll/tuning_rules.hpp>
 
 namespace roam::coll::detail {
+
+// The entry points' checks and choice (collectives.cpp).
+/// usage_error unless `root` is a rank of `l`.
+void check_root(const links& l, int root, const char* what);
+/// The choice to run: the caller's, or (automatic) the forced one or the rules' for
+/// `bytes`; usage_error for a radix the algorithm does not take.
+choice resolved(const links& l, collective what, std::size_t bytes, const choice& c);
+/// The radix to run with (resolved() checked it): the algorithm's default for 0; more
+/// than size() acts as size() (one level, one group).
+unsigned radix(const links& l, const choice& c);
+/// a x b bytes, or a usage_error when that does not fit in memory's address range.
+std::size_t bytes_of(std::size_t a, std::size_t b, const char* what);
+/// The usage_error for an algorithm without the collective `what`.
+[[noreturn]] void not_offered(const choice& c, const char* what);
+/// gather and allgather of blocks of `b` (absolute ranks; any sizes) with a resolved choice.
+void gather_blocks(links& l, const std::byte* in, std::byte* out, const blocks& b, int root,
+                   const choice& c);
+void allgather_blocks(links& l, const std::byte* in, std::byte* out, const blocks& b,
+                      const choice& c);
 
 void knomial_bcast(links& l, std::byte* data, std::size_t bytes, int root, unsigned k);
 void knomial_reduce(links& l, const std::byte* in, std::byte* out, std::size_t count,
                     const reduction& r, int root, unsigned k);
-void knomial_gather(links& l, const std::byte* in, std::byte* out, std::size_t bytes, int root,
+/// Every rank's block of `b` (cut in ranks relative to `root`) from `in` to the root's `out`,
+/// where blocks are in rank order (absolute, not relative).
+void knomial_gather(links& l, const std::byte* in, std::byte* out, const blocks& b, int root,
                     unsigned k);
 /// The root's `data` (cut as `b`, relative rank i's block at b.edge(i)) leaves each rank
 /// holding its own block in place, along a k-nomial tree.
@@ -49,8 +71,9 @@ void k_ring_allreduce(links& l, const std::byte* in, std::byte* out, std::size_t
 void linear_bcast(links& l, std::byte* data, std::size_t bytes, int root);
 void linear_reduce(links& l, const std::byte* in, std::byte* out, std::size_t count,
                    const reduction& r, int root);
-void linear_gather(links& l, const std::byte* in, std::byte* out, std::size_t bytes, int root);
-void linear_allgather(links& l, const std::byte* in, std::byte* out, std::size_t bytes);
+/// Every rank's block of `b` (cut in absolute ranks) from `in` to the root's `out` (every
+/// rank's when root < 0).
+void linear_gather(links& l, const std::byte* in, std::byte* out, const blocks& b, int root);
 void linear_allreduce(links& l, const std::byte* in, std::byte* out, std::size_t count,
                       const reduction& r);
 

@@ -105,15 +105,16 @@ void knomial_reduce(links& l, const std::byte* in, std::byte* out, std::size_t c
   }
 }
 
-void knomial_gather(links& l, const std::byte* in, std::byte* out, std::size_t bytes, int root,
+void knomial_gather(links& l, const std::byte* in, std::byte* out, const blocks& b, int root,
                     unsigned k) {
   const ranks g{l.size(), root};
   const std::uint64_t p = g.size, r = g.relative(l.rank());
   // This rank's subtree [r, r + d), in relative order; the root's is everything.
   const std::uint64_t d_up = knomial_distance(r, k, p);
-  const std::uint64_t held = std::min(r + d_up, p) - r;
-  std::vector<std::byte> tree(held * bytes);
-  if (bytes != 0) std::memcpy(tree.data(), in, bytes);
+  const std::size_t first = b.edge(r);
+  std::vector<std::byte> tree(b.edge(std::min(r + d_up, p)) - first);
+  const std::size_t own = b.edge(r + 1) - first;
+  if (own != 0) std::memcpy(tree.data(), in, own);
   int level = 0;
   for (std::uint64_t d = 1; d < p; d *= k, ++level) {
     if (r % (d * k) != 0) {
@@ -123,17 +124,16 @@ void knomial_gather(links& l, const std::byte* in, std::byte* out, std::size_t b
       return;
     }
     for (std::uint64_t j = 1; j < k && r + j * d < p; ++j) {
-      const std::uint64_t c = r + j * d, blocks_of_c = std::min(c + d, p) - c;
+      const std::uint64_t c = r + j * d;
       recv_bytes(l, g.absolute(static_cast<int>(c)), tag_of(phase::main, level),
-                 tree.data() + (c - r) * bytes, blocks_of_c * bytes);
+                 tree.data() + (b.edge(c) - first), b.edge(std::min(c + d, p)) - b.edge(c));
     }
     l.complete();
   }
-  // The root: relative block i belongs to rank (i + root) mod P.
-  if (bytes == 0) return;
-  const std::uint64_t first = p - static_cast<std::uint64_t>(root);
-  std::memcpy(out + static_cast<std::size_t>(root) * bytes, tree.data(), first * bytes);
-  std::memcpy(out, tree.data() + first * bytes, static_cast<std::size_t>(root) * bytes);
+  // The root: relative blocks [0, p - root) are ranks root ... p-1, the rest 0 ... root-1.
+  const std::size_t upper = b.edge(p - static_cast<std::uint64_t>(root));
+  if (upper != 0) std::memcpy(out + (tree.size() - upper), tree.data(), upper);
+  if (tree.size() != upper) std::memcpy(out, tree.data() + upper, tree.size() - upper);
 }
 
 }  // namespace roam::coll::detail

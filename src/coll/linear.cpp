@@ -20,19 +20,24 @@ void linear_bcast(links& l, std::byte* data, std::size_t bytes, int root) {
 
 namespace {
 
-/// Every rank's `bytes` into `all` (size() x bytes, rank order) at the rank `at`, or at
+/// Every rank's block of `b` (absolute ranks) from `in` into `all` at the rank `at`, or at
 /// every rank when at < 0.
-void gather_to(links& l, const std::byte* in, std::byte* all, std::size_t bytes, int at) {
+void gather_to(links& l, const std::byte* in, std::byte* all, const blocks& b, int at) {
   const int p = l.size(), me = l.rank();
+  const auto block = [&](int rank) {
+    const auto r = static_cast<std::uint64_t>(rank);
+    return std::pair{b.edge(r), b.edge(r + 1) - b.edge(r)};
+  };
+  const std::size_t mine = block(me).second;
   for (int peer = 0; peer < p; ++peer) {
     if (peer == me) continue;
-    if (at < 0 || peer == at) send_bytes(l, peer, tag_of(phase::main, 0), in, bytes);
-    if (at < 0 || me == at)
-      recv_bytes(l, peer, tag_of(phase::main, 0), all + static_cast<std::size_t>(peer) * bytes,
-                 bytes);
+    if (at < 0 || peer == at) send_bytes(l, peer, tag_of(phase::main, 0), in, mine);
+    if (at < 0 || me == at) {
+      const auto [offset, size] = block(peer);
+      recv_bytes(l, peer, tag_of(phase::main, 0), all + offset, size);
+    }
   }
-  if ((at < 0 || me == at) && bytes != 0)
-    std::memmove(all + static_cast<std::size_t>(me) * bytes, in, bytes);
+  if ((at < 0 || me == at) && mine != 0) std::memmove(all + block(me).first, in, mine);
   l.complete();
 }
 
@@ -48,12 +53,8 @@ void combine_in_order(const std::vector<std::byte>& all, std::byte* out, std::si
 
 }  // namespace
 
-void linear_gather(links& l, const std::byte* in, std::byte* out, std::size_t bytes, int root) {
-  gather_to(l, in, out, bytes, root);
-}
-
-void linear_allgather(links& l, const std::byte* in, std::byte* out, std::size_t bytes) {
-  gather_to(l, in, out, bytes, -1);
+void linear_gather(links& l, const std::byte* in, std::byte* out, const blocks& b, int root) {
+  gather_to(l, in, out, b, root);
 }
 
 void linear_reduce(links& l, const std::byte* in, std::byte* out, std::size_t count,
@@ -61,7 +62,8 @@ void linear_reduce(links& l, const std::byte* in, std::byte* out, std::size_t co
   const int p = l.size();
   const std::size_t bytes = count * op.element_size;
   std::vector<std::byte> all(l.rank() == root ? static_cast<std::size_t>(p) * bytes : 0);
-  gather_to(l, in, all.data(), bytes, root);
+  gather_to(l, in, all.data(),
+            {bytes * static_cast<std::size_t>(p), static_cast<std::uint64_t>(p), bytes}, root);
   if (l.rank() == root) combine_in_order(all, out, count, op, p);
 }
 
@@ -70,7 +72,7 @@ void linear_allreduce(links& l, const std::byte* in, std::byte* out, std::size_t
   const int p = l.size();
   const std::size_t bytes = count * op.element_size;
   std::vector<std::byte> all(static_cast<std::size_t>(p) * bytes);
-  gather_to(l, in, all.data(), bytes, -1);
+  gather_to(l, in, all.data(), {all.size(), static_cast<std::uint64_t>(p), bytes}, -1);
   combine_in_order(all, out, count, op, p);
 }
 

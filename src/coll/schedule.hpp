@@ -31,14 +31,17 @@ inline void recv_bytes(links& l, int peer, int tag, std::byte* data, std::size_t
   if (bytes != 0) l.recv(peer, tag, data, bytes);
 }
 
-/// A buffer of `total` bytes cut into `parts` blocks: fixed blocks of `block` bytes each, or
-/// (block == 0) `total` split as evenly as bytes allow (a scatter's chunks).
+/// A buffer of `total` bytes cut into `parts` blocks: fixed blocks of `block` bytes each,
+/// (block == 0) `total` split as evenly as bytes allow (a scatter's chunks), or blocks of
+/// any sizes starting at `edges` (parts + 1 of them, from 0 up to total: serialized values).
 struct blocks {
   std::size_t total = 0;
   std::uint64_t parts = 1;
   std::size_t block = 0;
+  const std::size_t* edges = nullptr;
   /// Where block `i` starts (i <= parts; edge(parts) == total for split buffers).
   std::size_t edge(std::uint64_t i) const noexcept {
+    if (edges != nullptr) return edges[i];
     if (block != 0) return i * block;
     // total = q * parts + rest, so i * total / parts without overflowing 64 bits.
     const std::uint64_t q = total / parts, rest = total % parts;

@@ -97,6 +97,7 @@ class case_runner {
       for (const choice& c : choices(p_, collective::gather))
         for (int root : roots) gather(c, count, root);
     }
+    serialized(roots);
     return failures_;
   }
 
@@ -174,6 +175,63 @@ class case_runner {
     }
     cd::allreduce(l_, bytes(in), wbytes(out), count, cd::reduction_of<affine>(op), c);
     expect(out == composed(count, s), where("allreduce in order", c, count, -1));
+  }
+
+  // Values of any size: rank r's is r mod 4 (0 for some) x 3 + (rank == 1 ? 700 : 0) bytes;
+  // concatenation is associative and not commutative.
+  static std::vector<std::byte> serialized_of(int rank, int s) {
+    std::vector<std::byte> v(static_cast<std::size_t>(rank % 4 * 3 + (rank == 1 ? 700 : 0)));
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::byte>(value_of(rank, i, s));
+    return v;
+  }
+  static void concatenate(const void*, std::vector<std::byte>& acc,
+                          const std::vector<std::byte>& next) {
+    acc.insert(acc.end(), next.begin(), next.end());
+  }
+  void serialized(const std::vector<int>& roots) {
+    const cd::serialized_reduction concat{&concatenate, nullptr, false};
+    const int s = salt();
+    std::vector<std::vector<std::byte>> all;
+    std::vector<std::byte> joined;
+    for (int r = 0; r < p_; ++r) {
+      all.push_back(serialized_of(r, s));
+      joined.insert(joined.end(), all.back().begin(), all.back().end());
+    }
+    const auto mine = serialized_of(me_, s);
+    for (int root : roots)
+      for (const choice& c : choices(p_, collective::bcast)) {
+        auto data = me_ == root ? all[static_cast<std::size_t>(root)] : std::vector<std::byte>(3);
+        cd::bcast_serialized(l_, data, root, c);
+        expect(data == all[static_cast<std::size_t>(root)], where("bcast serialized", c, 0, root));
+      }
+    for (int root : roots)
+      for (const choice& c : choices(p_, collective::gather)) {
+        const auto got = cd::gather_serialized(l_, mine, root, c);
+        expect(me_ == root ? got == all : got.empty(), where("gather serialized", c, 0, root));
+      }
+    for (const choice& c : choices(p_, collective::allgather))
+      expect(cd::allgather_serialized(l_, mine, c) == all, where("allgather serialized", c, 0, -1));
+    for (const choice& c : {choice{}, choice{algorithm::linear, 0}, choice{algorithm::knomial, 2},
+                            choice{algorithm::knomial, 3}}) {
+      for (int root : roots) {
+        auto value = mine;
+        cd::reduce_serialized(l_, value, concat, root, c);
+        if (me_ == root) expect(value == joined, where("reduce serialized", c, 0, root));
+      }
+      auto value = mine;
+      cd::allreduce_serialized(l_, value, concat, c);
+      expect(value == joined, where("allreduce serialized", c, 0, -1));
+    }
+    // Algorithms that split or exchange fixed-size buffers cannot reduce them: every rank
+    // refuses before it sends anything.
+    try {
+      auto value = mine;
+      cd::allreduce_serialized(l_, value, concat, {algorithm::recursive_multiplying, 2});
+      expect(false, where("allreduce serialized took recursive multiplying", {}, 0, -1));
+    } catch (const roam::usage_error& e) {
+      expect(std::string(e.what()).find("cannot combine serialized values") != std::string::npos,
+             e.what());
+    }
   }
 
   std::vector<std::uint32_t> concatenated(std::size_t count, int s) const {

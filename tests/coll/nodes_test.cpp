@@ -65,8 +65,26 @@ TEST(NodeCollectives, ValuesGoInNodeOrderAndBuffersElementWise) {
                   EXPECT_EQ(ids, all);
                   EXPECT_EQ(roam::gather(me, p / 2).size(), me == p / 2 ? p : 0u);
                   EXPECT_EQ(roam::broadcast_value(me == p - 1 ? 42 : 7, p - 1), 42);
-                  // A serialized value still travels along the tree.
+                  // Serialized values: sizes first, reductions in node order.
                   EXPECT_EQ(roam::allgather(std::to_string(me)).back(), std::to_string(p - 1));
+                  std::string order;
+                  for (roam::node_id r = 0; r < p; ++r) order += std::to_string(r) + ",";
+                  const auto join = [](const std::string& a, const std::string& b) {
+                    return a + b;
+                  };
+                  EXPECT_EQ(roam::allreduce(std::to_string(me) + ",", join), order);
+                  const auto joined = roam::reduce(std::to_string(me) + ",", join, p / 2);
+                  EXPECT_EQ(joined.has_value(), me == p / 2);
+                  if (joined) {
+                    EXPECT_EQ(*joined, order);
+                  }
+                  const std::vector<int> sent(me == 0 ? 5000 : 3, 7);
+                  EXPECT_EQ(roam::broadcast_value(sent, 0).size(), 5000u);
+                  const auto names = roam::gather(std::string(me, 'x'), p - 1);
+                  EXPECT_EQ(names.size(), me == p - 1 ? p : 0u);
+                  if (!names.empty()) {
+                    EXPECT_EQ(names.back(), std::string(p - 1, 'x'));
+                  }
                   // Buffers, with a forced algorithm.
                   std::vector<double> in(1000, me + 1.0), out(1000);
                   roam::allreduce(in.data(), out.data(), in.size(), std::plus<>{},
