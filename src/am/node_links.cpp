@@ -148,14 +148,20 @@ void node_links::complete() {
   wait(*finished);
 }
 
-const coll::tuning_rules& node_links::rules() const {
-  const std::string& file = settings_of(node_).of<coll::coll_settings>().tuning_file;
+const coll::tuning_rules& node_rules(node_runtime& n) {
+  const std::string& file = settings_of(n).of<coll::coll_settings>().tuning_file;
   if (file.empty()) return coll::detail::default_model_rules();
   return rules_of_file(file);
 }
 
+std::uint64_t node_processes_per_node(node_runtime& n) noexcept {
+  return std::max<std::uint64_t>(1, local_nodes_of(n).count);
+}
+
+const coll::tuning_rules& node_links::rules() const { return node_rules(node_); }
+
 std::uint64_t node_links::processes_per_node() const noexcept {
-  return std::max<std::uint64_t>(1, local_nodes_of(node_).count);
+  return node_processes_per_node(node_);
 }
 
 coll::choice node_links::forced() const {

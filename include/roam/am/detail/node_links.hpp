@@ -25,6 +25,13 @@ struct node_inbox;
 /// order. complete() waits the way roam's waits do: the application thread runs its
 /// node's work meanwhile. Destroying the links frees the call's meeting point: every
 /// transfer sent to this node must have been received by then (the algorithms do).
+/// The rules the node collectives of `n`'s job follow: the --roam-coll-tuning file's, or
+/// rules from the default cost model. Any thread of the node.
+const coll::tuning_rules& node_rules(node_runtime& n);
+/// The rules' processes per node for `n`'s job: the nodes of one process (which share its
+/// memory).
+std::uint64_t node_processes_per_node(node_runtime& n) noexcept;
+
 class node_links final : public coll::detail::links {
  public:
   node_links(node_runtime& n, std::uint64_t seq);
