@@ -8,6 +8,7 @@
 #include <roam/base/error.hpp>
 #include <roam/coll/coll_settings.hpp>
 #include <roam/coll/cost_model.hpp>
+#include <roam/coll/detail/model_probe.hpp>
 #include <roam/core/config.hpp>
 
 #include <algorithm>
@@ -91,6 +92,33 @@ std::uint64_t piece_limit(node_runtime& n, node_id peer) {
   return largest > 2 * room ? largest - room : largest / 2;
 }
 
+// The node's probed rules live in a rendezvous slot for the job's lifetime: below the
+// event keys (bit 62) and quiescence's (bit 63), above any collective's sequence number.
+constexpr std::uint64_t probed_rules_key = 0x434f'4c4c'5255'4c45ULL;  // "COLLRULE"
+/// Above every algorithm's tags (schedule.hpp: fewer than 6 x 64).
+constexpr int probe_tag = 1000;
+
+struct probed_rules {
+  const coll::tuning_rules* rules = nullptr;  // set once, by the node's application thread
+};
+
+std::shared_ptr<probed_rules> probed_of(node_runtime& n) {
+  return std::static_pointer_cast<probed_rules>(rendezvous_slot(
+      n, probed_rules_key, [] { return std::shared_ptr<void>(std::make_shared<probed_rules>()); }));
+}
+
+/// The rules of a model, made once per process for each model (every node of a process
+/// gets rank 0's model, so they share one set).
+const coll::tuning_rules& rules_of_model(const coll::cost_model& m) {
+  static std::mutex lock;
+  static std::map<std::tuple<double, double, double>, coll::tuning_rules> made;
+  std::lock_guard guard(lock);
+  const auto key = std::make_tuple(m.alpha_us, m.beta_us_per_byte, m.gamma_us_per_byte);
+  auto it = made.find(key);
+  if (it == made.end()) it = made.emplace(key, coll::rules_from(m)).first;
+  return it->second;
+}
+
 /// The rules of the job's --roam-coll-tuning file, each file read once per process.
 const coll::tuning_rules& rules_of_file(const std::string& path) {
   static std::mutex lock;
@@ -150,15 +178,27 @@ void node_links::complete() {
 
 const coll::tuning_rules& node_rules(node_runtime& n) {
   const std::string& file = settings_of(n).of<coll::coll_settings>().tuning_file;
-  if (file.empty()) return coll::detail::default_model_rules();
-  return rules_of_file(file);
+  if (!file.empty()) return rules_of_file(file);
+  const coll::tuning_rules* probed = probed_of(n)->rules;
+  return probed ? *probed : coll::detail::default_model_rules();
 }
 
 std::uint64_t node_processes_per_node(node_runtime& n) noexcept {
   return std::max<std::uint64_t>(1, local_nodes_of(n).count);
 }
 
-const coll::tuning_rules& node_links::rules() const { return node_rules(node_); }
+const coll::tuning_rules& node_links::rules() const {
+  const std::string& file = settings_of(node_).of<coll::coll_settings>().tuning_file;
+  if (!file.empty()) return rules_of_file(file);
+  // The first automatic choice of the job on this node probes the model: every node makes
+  // the same choices in the same calls, so all probe together. The probe's transfers go
+  // through these links; rules() is const only for its callers.
+  auto probed = probed_of(node_);
+  if (!probed->rules)
+    probed->rules =
+        &rules_of_model(coll::detail::probe_model(const_cast<node_links&>(*this), probe_tag));
+  return *probed->rules;
+}
 
 std::uint64_t node_links::processes_per_node() const noexcept {
   return node_processes_per_node(node_);

@@ -3,6 +3,7 @@
 // state), so that the collectives' messages never meet the application's.
 #include <roam/base/error.hpp>
 #include <roam/coll/cost_model.hpp>
+#include <roam/coll/detail/model_probe.hpp>
 #include <roam/coll/mpi.hpp>
 
 #include <algorithm>
@@ -127,55 +128,10 @@ class mpi_links final : public roam::coll::detail::links {
     return static_cast<std::uint64_t>((size_ + nodes / 2) / std::max(nodes, 1));
   }
 
-  /// alpha and beta from ping-pongs of rank 0 with rank 1 (8 bytes, then 256 KiB), gamma
-  /// from rank 0 summing 256 KiB of doubles; or ROAM_COLL_MODEL="alpha,beta,gamma" (µs, µs
-  /// per byte). Rank 0's values reach every rank.
+  /// The cost model: ROAM_COLL_MODEL's, or measured over these links (model_probe.cpp).
+  /// The probe's transfers go through this object; rules() is const only for callers.
   cost_model measured_model() const {
-    double v[3] = {cost_model{}.alpha_us, cost_model{}.beta_us_per_byte,
-                   cost_model{}.gamma_us_per_byte};
-    if (const char* given = std::getenv("ROAM_COLL_MODEL"); given && *given) {
-      std::istringstream in(given);
-      char comma1 = 0, comma2 = 0;
-      if (!(in >> v[0] >> comma1 >> v[1] >> comma2 >> v[2]) || comma1 != ',' || comma2 != ',' ||
-          !(in >> std::ws).eof() || v[0] < 0 || v[1] < 0 || v[2] < 0)
-        throw config_error(std::string("ROAM_COLL_MODEL='") + given +
-                           "': expected three non-negative numbers alpha,beta,gamma (µs, µs "
-                           "per byte, µs per byte)");
-    } else if (size_ >= 2 && rank_ <= 1) {
-      constexpr std::size_t large = std::size_t{256} << 10;
-      std::vector<std::byte> buffer(large);
-      auto round_trip_us = [&](std::size_t bytes, int reps) {
-        const int n = static_cast<int>(bytes), peer = 1 - rank_;
-        const double start = MPI_Wtime();
-        for (int i = 0; i < reps; ++i) {
-          if (rank_ == 0) {
-            check(MPI_Send(buffer.data(), n, MPI_BYTE, peer, probe_tag, comm_), "MPI_Send", peer);
-            check(MPI_Recv(buffer.data(), n, MPI_BYTE, peer, probe_tag, comm_, MPI_STATUS_IGNORE),
-                  "MPI_Recv", peer);
-          } else {
-            check(MPI_Recv(buffer.data(), n, MPI_BYTE, peer, probe_tag, comm_, MPI_STATUS_IGNORE),
-                  "MPI_Recv", peer);
-            check(MPI_Send(buffer.data(), n, MPI_BYTE, peer, probe_tag, comm_), "MPI_Send", peer);
-          }
-        }
-        return (MPI_Wtime() - start) * 1e6 / reps;
-      };
-      (void)round_trip_us(8, 5);  // warm-up
-      const double small = round_trip_us(8, 50), big = round_trip_us(large, 10);
-      v[0] = small / 2;
-      v[1] = std::max(0.0, (big - small) / 2 / static_cast<double>(large));
-      // Through the reductions' own combine function, as a reduction of doubles runs.
-      const std::plus<> plus;
-      const auto sum = roam::coll::detail::reduction_of<double>(plus);
-      std::vector<double> acc(large / sizeof(double), 1.0), next(acc.size(), 2.0);
-      const double start = MPI_Wtime();
-      for (int rep = 0; rep < 10; ++rep)
-        sum.combine(sum.op, reinterpret_cast<std::byte*>(acc.data()),
-                    reinterpret_cast<const std::byte*>(next.data()), acc.size());
-      v[2] = (MPI_Wtime() - start) * 1e6 / 10 / static_cast<double>(large);
-    }
-    check(MPI_Bcast(v, 3, MPI_DOUBLE, 0, comm_), "MPI_Bcast", 0);
-    return cost_model{v[0], v[1], v[2]};
+    return probe_model(const_cast<mpi_links&>(*this), probe_tag);
   }
   /// A transfer just posted: on failure the round's other transfers are withdrawn first
   /// (their buffers belong to the algorithm, which unwinds), then the error is thrown.

@@ -26,7 +26,8 @@ struct node_inbox;
 /// node's work meanwhile. Destroying the links frees the call's meeting point: every
 /// transfer sent to this node must have been received by then (the algorithms do).
 /// The rules the node collectives of `n`'s job follow: the --roam-coll-tuning file's, or
-/// rules from the default cost model. Any thread of the node.
+/// rules from the cost model probed at the job's first automatic choice (rules from the
+/// default model before it). The node's application thread.
 const coll::tuning_rules& node_rules(node_runtime& n);
 /// The rules' processes per node for `n`'s job: the nodes of one process (which share its
 /// memory).
@@ -44,7 +45,9 @@ class node_links final : public coll::detail::links {
   void send(int peer, int tag, const std::byte* data, std::size_t bytes) override;
   void recv(int peer, int tag, std::byte* data, std::size_t bytes) override;
   void complete() override;
-  /// The job's rules (--roam-coll-tuning), or rules from the default cost model.
+  /// The job's rules (--roam-coll-tuning), or rules from the cost model probed over these
+  /// links at the job's first automatic choice (or ROAM_COLL_MODEL's): collective, since
+  /// every node makes the same choices.
   const coll::tuning_rules& rules() const override;
   /// The nodes of one process, which share its memory.
   std::uint64_t processes_per_node() const noexcept override;

@@ -1,0 +1,21 @@
+// roam — measuring the cost model's α, β and γ over a binding's links (model_probe.cpp).
+#pragma once
+
+#include <roam/coll/cost_model.hpp>
+#include <roam/coll/detail/links.hpp>
+
+#include <optional>
+
+namespace roam::coll::detail {
+
+/// ROAM_COLL_MODEL="alpha,beta,gamma" (µs, µs per byte, µs per byte), or nothing when it is
+/// unset; roam::config_error when it is malformed.
+std::optional<cost_model> model_from_environment();
+
+/// The model of `l`: ROAM_COLL_MODEL's, or measured: α and β from ping-pongs of ranks 0
+/// and 1 (8 bytes, then 256 KiB) over `l` with `tag` (above every algorithm's tags), γ from
+/// rank 0 combining 256 KiB of doubles. Rank 0's values reach every rank. Collective over
+/// `l`: every rank calls it at the same point of its sequence of calls.
+cost_model probe_model(links& l, int tag);
+
+}  // namespace roam::coll::detail
