@@ -120,6 +120,7 @@ struct settings {
 bool measure(const settings& s) {
   const roam::node_id me = roam::this_node(), p = roam::num_nodes();
   auto& node = roam::detail::require_node("bench_coll_nodes");
+  const choice cfg_forced = roam::detail::settings_of(node).of<roam::coll::coll_settings>().forced;
   const std::uint64_t ppn = roam::detail::node_processes_per_node(node);
   bool wrong = false;
   std::string out = "{\"bench\":\"coll\",\"nodes\":" + std::to_string(p) + ",\"collectives\":{";
@@ -152,8 +153,12 @@ bool measure(const settings& s) {
         for (std::size_t e = 0; e < entries.size(); ++e)
           times[e].push_back(time_us(entries[e], reps[e]));
       if (me != 0) continue;
+      const choice forced = cfg_forced;
       const choice automatic =
-          roam::detail::node_rules(node).select(what, p, ppn, static_cast<std::uint64_t>(bytes));
+          forced.alg != algorithm::automatic && roam::coll::serves(forced.alg, what)
+              ? forced
+              : roam::detail::node_rules(node).select(what, p, ppn,
+                                                      static_cast<std::uint64_t>(bytes));
       std::size_t best = 2;
       for (std::size_t e = 2; e < entries.size(); ++e)
         if (roam_bench::median(times[e]) < roam_bench::median(times[best])) best = e;

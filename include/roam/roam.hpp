@@ -10,6 +10,8 @@
 #include <roam/am/send.hpp>
 #include <roam/base/error.hpp>
 #include <roam/checkpoint/checkpoint.hpp>
+#include <roam/coll/coll_settings.hpp>
+#include <roam/coll/commutative.hpp>
 #include <roam/core/config.hpp>
 #include <roam/core/runtime.hpp>
 #include <roam/lb/policy.hpp>

@@ -36,7 +36,8 @@ struct node_inbox {
   std::mutex lock;
   std::map<transfer_key, posted> receiving;
   std::map<transfer_key, std::vector<early_piece>> early;
-  std::size_t unfinished = 0;            // posted receives still missing bytes
+  std::size_t unfinished = 0;  // posted receives still missing bytes
+  bool closed = false;         // the call is over (or unwound): pieces still arriving are dropped
   std::shared_ptr<ready_flag> finished;  // set when unfinished drops to 0 during complete()
 
   /// Copies `piece` into `p`; throws deserialization_error when it does not fit there.
@@ -70,6 +71,7 @@ struct collective_piece {
     std::shared_ptr<ready_flag> wake;
     {
       std::lock_guard guard(inbox->lock);
+      if (inbox->closed) return;
       auto it = inbox->receiving.find(k);
       if (it == inbox->receiving.end()) {
         inbox->early[k].push_back({offset, total, std::move(bytes)});
@@ -92,9 +94,9 @@ std::uint64_t piece_limit(node_runtime& n, node_id peer) {
   return largest > 2 * room ? largest - room : largest / 2;
 }
 
-// The node's probed rules live in a rendezvous slot for the job's lifetime: below the
-// event keys (bit 62) and quiescence's (bit 63), above any collective's sequence number.
-constexpr std::uint64_t probed_rules_key = 0x434f'4c4c'5255'4c45ULL;  // "COLLRULE"
+// The node's probed rules live in a rendezvous slot for the job's lifetime: bit 61, below
+// the event keys (bit 62) and quiescence's (bit 63), above any collective's sequence number.
+constexpr std::uint64_t probed_rules_key = (std::uint64_t{1} << 61) | 0xC011;
 /// Above every algorithm's tags (schedule.hpp: fewer than 6 x 64).
 constexpr int probe_tag = 1000;
 
@@ -134,7 +136,17 @@ const coll::tuning_rules& rules_of_file(const std::string& path) {
 node_links::node_links(node_runtime& n, std::uint64_t seq)
     : node_(n), seq_(seq), inbox_(inbox_of(n, seq)) {}
 
-node_links::~node_links() { erase_rendezvous_slot(node_, seq_); }
+node_links::~node_links() {
+  // A call that unwinds (an operator threw) may leave receives posted into buffers that are
+  // going away: pieces that still arrive must not be copied there.
+  {
+    std::lock_guard guard(inbox_->lock);
+    inbox_->closed = true;
+    inbox_->receiving.clear();
+    inbox_->early.clear();
+  }
+  erase_rendezvous_slot(node_, seq_);
+}
 
 int node_links::rank() const noexcept { return static_cast<int>(id_of(node_)); }
 int node_links::size() const noexcept { return static_cast<int>(size_of(node_)); }

@@ -1,9 +1,18 @@
 #include <roam/am/send.hpp>
+#include <roam/coll/coll_settings.hpp>
 #include <roam/task/this_task.hpp>
 
 #include <cstdlib>
 
 namespace roam::detail {
+
+namespace {
+// The collectives' settings (--roam-coll-*) registered wherever messages are sent, not
+// only in programs that call a collective (whose code would link them): a flag given to
+// a program without collectives is accepted, not refused as unknown.
+[[maybe_unused]] const settings_group& coll_settings_registered =
+    coll::coll_settings::registration();
+}  // namespace
 
 std::string describe_exception(const std::exception_ptr& e, std::string& type) {
   try {

@@ -11,7 +11,7 @@ std::vector<setting<coll_settings>> collectives_settings() {
   return {
       {"coll-tuning", "ROAM_COLL_TUNING", "path",
        "the collectives' rules file (docs/guide/collectives.md); default: rules from the cost "
-       "model",
+       "model probed at the first collective",
        false,
        [](coll_settings& s, std::string_view v, const std::string&) {
          s.tuning_file = std::string(v);

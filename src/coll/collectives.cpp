@@ -95,8 +95,12 @@ void reduce(links& l, const std::byte* in, std::byte* out, std::size_t count, co
 
 void allreduce(links& l, const std::byte* in, std::byte* out, std::size_t count, const reduction& r,
                const choice& asked) {
-  const choice c =
+  choice c =
       resolved(l, collective::allreduce, bytes_of(count, r.element_size, "allreduce"), asked);
+  // k-ring combines in ring order. Chosen by the rules or the setting rather than by the
+  // caller, it gives way to the reduce-scatter + allgather, which keeps rank order.
+  if (c.alg == algorithm::k_ring && !r.commutative && asked.alg == algorithm::automatic)
+    c = {algorithm::reduce_scatter_allgather, std::max(c.k, 2u)};
   switch (c.alg) {
     case algorithm::linear:
       return linear_allreduce(l, in, out, count, r);

@@ -41,14 +41,30 @@ std::optional<cost_model> model_from_environment() {
 }
 
 cost_model probe_model(links& l, int tag) {
-  if (auto given = model_from_environment()) return *given;
-  const int rank = l.rank();
-  double v[3] = {cost_model{}.alpha_us, cost_model{}.beta_us_per_byte,
-                 cost_model{}.gamma_us_per_byte};
-  if (l.size() >= 2 && rank <= 1) {
+  // Every rank takes part in every transfer below whatever its own ROAM_COLL_MODEL says,
+  // so that a rank whose setting differs (or is malformed) cannot leave the others
+  // waiting: rank 0's setting decides, and a malformed one is thrown after the transfers.
+  std::optional<cost_model> given;
+  std::string problem;
+  try {
+    given = model_from_environment();
+  } catch (const config_error& e) {
+    problem = e.message();
+  }
+  enum : std::uint8_t { measure, use_given, malformed };
+  std::uint8_t mode = !problem.empty() ? malformed : given ? use_given : measure;
+  bcast(l, reinterpret_cast<std::byte*>(&mode), sizeof mode, 0, {algorithm::knomial, 2});
+  const cost_model defaults{};
+  double v[3] = {defaults.alpha_us, defaults.beta_us_per_byte, defaults.gamma_us_per_byte};
+  if (given)
+    v[0] = given->alpha_us, v[1] = given->beta_us_per_byte, v[2] = given->gamma_us_per_byte;
+  // Rank 0 and the rank halfway, which under block placement sits in another process
+  // (another host) when there is more than one: the link most transfers cross.
+  const int rank = l.rank(), partner = l.size() / 2;
+  if (mode == measure && l.size() >= 2 && (rank == 0 || rank == partner)) {
     constexpr std::size_t large = std::size_t{256} << 10;
     std::vector<std::byte> buffer(large);
-    const int peer = 1 - rank;
+    const int peer = rank == 0 ? partner : 0;
     auto round_trip_us = [&](std::size_t bytes, int reps) {
       const double start = now_us();
       for (int i = 0; i < reps; ++i) {
@@ -58,7 +74,7 @@ cost_model probe_model(links& l, int tag) {
         }
         l.recv(peer, tag, buffer.data(), bytes);
         l.complete();
-        if (rank == 1) {
+        if (rank != 0) {
           l.send(peer, tag, buffer.data(), bytes);
           l.complete();
         }
@@ -80,8 +96,11 @@ cost_model probe_model(links& l, int tag) {
       v[2] = (now_us() - start) / 10 / static_cast<double>(large);
     }
   }
-  // An explicit choice: the rules are not there yet.
+  // Explicit choices: the rules are not there yet.
   bcast(l, reinterpret_cast<std::byte*>(v), sizeof v, 0, {algorithm::knomial, 2});
+  if (!problem.empty()) throw config_error(problem);
+  if (mode == malformed)
+    throw config_error("ROAM_COLL_MODEL is malformed on rank 0 (every rank must see the same)");
   return cost_model{v[0], v[1], v[2]};
 }
 

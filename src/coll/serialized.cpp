@@ -8,6 +8,7 @@
 #include <roam/base/error.hpp>
 #include <roam/coll/detail/algorithms.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -50,9 +51,18 @@ std::vector<bytes> split(const bytes& all, const sized_blocks& s) {
   return values;
 }
 
-/// The algorithm a reduction of serialized values runs: linear or k-nomial.
-choice reducing(const links& l, collective what, std::size_t size, const choice& asked) {
-  const choice c = resolved(l, what, size, asked);
+/// The algorithm a reduction of serialized values runs: linear or k-nomial. An automatic
+/// choice is made for the largest value, which every rank learns first: values differ in
+/// size from rank to rank, and the rules must give every rank the same answer.
+choice reducing(links& l, collective what, std::size_t size, const choice& asked) {
+  std::uint64_t largest = size;
+  if (asked.alg == algorithm::automatic) {
+    const std::uint64_t mine = size;
+    const auto most = [](std::uint64_t a, std::uint64_t b) { return std::max(a, b); };
+    allreduce(l, reinterpret_cast<const std::byte*>(&mine), reinterpret_cast<std::byte*>(&largest),
+              1, reduction_of<std::uint64_t>(commutative{most}), {algorithm::knomial, 0});
+  }
+  const choice c = resolved(l, what, static_cast<std::size_t>(largest), asked);
   if (c.alg == algorithm::linear || c.alg == algorithm::knomial) return c;
   if (asked.alg != algorithm::automatic)
     throw usage_error(std::string("roam::coll::") + std::string(to_string(what)) + ": the " +

@@ -177,10 +177,11 @@ class case_runner {
     expect(out == composed(count, s), where("allreduce in order", c, count, -1));
   }
 
-  // Values of any size: rank r's is r mod 4 (0 for some) x 3 + (rank == 1 ? 700 : 0) bytes;
-  // concatenation is associative and not commutative.
+  // Values of any size: rank r's is r mod 4 (0 for some) x 3 + (rank == 2 ? 9000 : 0)
+  // bytes, so that rules by size would choose differently on rank 2 if each rank chose by
+  // its own value; concatenation is associative and not commutative.
   static std::vector<std::byte> serialized_of(int rank, int s) {
-    std::vector<std::byte> v(static_cast<std::size_t>(rank % 4 * 3 + (rank == 1 ? 700 : 0)));
+    std::vector<std::byte> v(static_cast<std::size_t>(rank % 4 * 3 + (rank == 2 ? 9000 : 0)));
     for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::byte>(value_of(rank, i, s));
     return v;
   }

@@ -125,6 +125,17 @@ TEST(NodeCollectives, TheSettingForcesAChoiceAndAMalformedOneIsRefused) {
                   EXPECT_EQ(roam::allreduce(1, std::plus<>{}), static_cast<int>(roam::num_nodes()));
                 }),
       0);
+  // k_ring forced by the setting gives way for an operator that does not commute.
+  cfg.set("coll-algorithm", "k_ring:2");
+  ASSERT_EQ(roam::run(cfg,
+                      [] {
+                        const roam::node_id me = roam::this_node(), p = roam::num_nodes();
+                        affine want = {3, 1};
+                        for (roam::node_id r = 1; r < p; ++r) want = then(want, {2 * r + 3, r + 1});
+                        EXPECT_EQ(roam::allreduce(affine{2 * me + 3, me + 1}, compose), want);
+                        EXPECT_EQ(roam::allreduce(me + 1, std::plus<>{}), p * (p + 1) / 2);
+                      }),
+            0);
   try {
     cfg.set("coll-algorithm", "k_ring:0");
     ADD_FAILURE() << "k_ring:0 was taken";

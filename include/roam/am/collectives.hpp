@@ -108,8 +108,7 @@ coll::detail::serialized_reduction serialized_reduction_of(const Op& op) {
 /// it may still be on their way or running; see barrier_all_handled()).
 inline void barrier() {
   // An allreduce of one byte by recursive doubling: every node's byte reaches every node,
-  // so none returns before all have entered. Not the rules' choice: algorithms that split
-  // the vector (reduce_scatter_allgather, k_ring) would skip the empty parts of one byte.
+  // so none returns before all have entered, in log2 P rounds.
   detail::coll_call call("roam::barrier", 0);
   const unsigned char mine = 0;
   unsigned char all = 0;
@@ -208,9 +207,11 @@ T broadcast_value(T value, node_id root = 0) {
   }
 }
 
-// Buffers of trivially copyable elements. `how` forces an algorithm and radix (default: the
-// rules' choice); an algorithm that does not serve the collective, or a non-commutative
-// operator given to k_ring, is a roam::usage_error on every node.
+// Buffers of trivially copyable elements. `how` forces an algorithm and radix (default:
+// --roam-coll-algorithm's where it serves the collective, else the rules' choice); an
+// algorithm that does not serve the collective, or a non-commutative operator given to
+// k_ring by `how`, is a roam::usage_error on every node (k_ring chosen by the rules or the
+// setting gives way to reduce_scatter_allgather for such an operator).
 
 /// `count` elements of `in` on every node combined element-wise by `op` into every node's
 /// `out`. `out` may be `in`.

@@ -14,9 +14,10 @@ namespace roam::coll {
 /// `cfg.set("coll-algorithm", "k_ring:4")`. Every process of a job must set them alike.
 struct coll_settings {
   /// The rules file (--roam-coll-tuning, ROAM_COLL_TUNING; the format is the guide's); empty
-  /// (the default): rules from the default cost model. Read once per process, at its first
-  /// node collective that chooses: a malformed file makes that call (on every node) throw
-  /// roam::config_error naming the file and line.
+  /// (the default): rules from the cost model probed at the job's first automatic choice
+  /// (or ROAM_COLL_MODEL's). Read once per process, at its first node collective that
+  /// chooses: a malformed file makes that call (on every node) throw roam::config_error
+  /// naming the file and line.
   std::string tuning_file;
   /// The choice every node collective makes, whatever the rules say, where the algorithm
   /// serves the collective (--roam-coll-algorithm NAME or NAME:K, ROAM_COLL_ALGORITHM);

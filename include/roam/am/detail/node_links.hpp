@@ -17,14 +17,6 @@ namespace roam::detail {
 
 struct node_inbox;
 
-/// The links of one collective call on node `n` (its application thread), numbered `seq`
-/// (next_collective_sequence: every node's call of this collective has the same). Ranks
-/// are node ids. A send is a message (cut in pieces a message can carry) and completes at
-/// once; a receive completes when its pieces have arrived, matched by peer, tag and the
-/// transfer's number on that tag, so messages that overtake each other still match in
-/// order. complete() waits the way roam's waits do: the application thread runs its
-/// node's work meanwhile. Destroying the links frees the call's meeting point: every
-/// transfer sent to this node must have been received by then (the algorithms do).
 /// The rules the node collectives of `n`'s job follow: the --roam-coll-tuning file's, or
 /// rules from the cost model probed at the job's first automatic choice (rules from the
 /// default model before it). The node's application thread.
@@ -33,6 +25,14 @@ const coll::tuning_rules& node_rules(node_runtime& n);
 /// memory).
 std::uint64_t node_processes_per_node(node_runtime& n) noexcept;
 
+/// The links of one collective call on node `n` (its application thread), numbered `seq`
+/// (next_collective_sequence: every node's call of this collective has the same). Ranks
+/// are node ids. A send is a message (cut in pieces a message can carry) and completes at
+/// once; a receive completes when its pieces have arrived, matched by peer, tag and the
+/// transfer's number on that tag, so messages that overtake each other still match in
+/// order. complete() waits the way roam's waits do: the application thread runs its
+/// node's work meanwhile. Destroying the links frees the call's meeting point: every
+/// transfer sent to this node must have been received by then (the algorithms do).
 class node_links final : public coll::detail::links {
  public:
   node_links(node_runtime& n, std::uint64_t seq);
