@@ -17,7 +17,6 @@ docs/guide/collectives_tuning.md tells the steps and what each option means. Nee
 with Debian's numpy and scikit-learn (python3-sklearn; ./run deps installs it).
 """
 
-import argparse
 import os
 import sys
 

@@ -11,6 +11,15 @@ from .model import ENCODINGS
 from .space import COLLECTIVES, Point, Space, pow2_between
 from .tune import Options, tune
 
+USAGE = """roam's collectives autotuner (ACCLAiM, Wilkins' thesis ch. 3). Commands:
+  grid      every algorithm and radix at every point, by the benchmark (or --simulated)
+  tune      the ACCLAiM loop per collective, then roam's rules file (and MPICH's JSON)
+  check     load a rules file with roam's own reader (bench_coll --default-choices --rules)
+  mpich     MPICH's collective-selection JSON from a roam rules file
+  evaluate  the tuner against roam's defaults, the binomial tree and the MPI library
+"coll_tune.py COMMAND --help" lists a command's options; docs/guide/collectives_tuning.md
+tells the steps."""
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 DEFAULT_BENCH = os.path.join(ROOT, "build", "default", "bench", "bench_coll")
@@ -226,7 +235,6 @@ def cmd_mpich(args):
 def simulated_truth(args, machine, space, collectives):
     """{collective: {point: {label: µs}}} of the simulated grid, from --cache when it holds
     this machine's grid, else computed (and written there)."""
-    from .space import candidates
     stamp = f"# simulated machine: {machine!r}"
     if args.cache and os.path.exists(args.cache):
         with open(args.cache) as f:
@@ -387,7 +395,8 @@ def cmd_evaluate(args):
 
 
 def main(argv):
-    parser = argparse.ArgumentParser(prog="coll_tune.py", description=__doc__)
+    parser = argparse.ArgumentParser(prog="coll_tune.py", description=USAGE,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
     g = sub.add_parser("grid", help="measure every algorithm and radix at every point")
