@@ -13,10 +13,10 @@
 //     --choices), one for the MPI library's collective ("alg":"mpi") and one for roam's
 //     automatic choice ("alg":"default", its "choice" described). The candidates' results
 //     are checked against the library's (WRONG otherwise).
-//   --default-choices (--model ALPHA,BETA,GAMMA | --rules FILE): no MPI; for each line
-//     "COLLECTIVE RANKS PPN BYTES" of stdin, prints it followed by "ALG K": the choice of
-//     rules_from(cost_model{ALPHA, BETA, GAMMA}), or of the rules file FILE (which must
-//     load: a malformed file is its config_error, FILE:LINE, and status 1).
+//   --default-choices (--model ALPHA,BETA,GAMMA[,OVERHEAD] | --rules FILE): no MPI; for
+//     each line "COLLECTIVE RANKS PPN BYTES" of stdin, prints it followed by "ALG K": the
+//     choice of rules_from(cost_model{ALPHA, BETA, GAMMA, OVERHEAD}), or of the rules file
+//     FILE (which must load: a malformed file is its config_error, FILE:LINE, and status 1).
 #include "bench_options.hpp"
 #include "bench_report.hpp"
 #include "coll_candidates.hpp"
@@ -235,12 +235,14 @@ int print_default_choices(const std::vector<double>& model, const std::string& r
   try {
     if (!rules_file.empty()) {
       rules = roam::coll::tuning_rules::load(rules_file);
-    } else if (model.size() == 3) {
-      rules = roam::coll::rules_from(roam::coll::cost_model{model[0], model[1], model[2]});
+    } else if (model.size() == 3 || model.size() == 4) {
+      roam::coll::cost_model m{model[0], model[1], model[2]};
+      if (model.size() == 4) m.overhead_us = model[3];
+      rules = roam::coll::rules_from(m);
     } else {
       std::fprintf(stderr,
-                   "bench_coll: --default-choices needs --model ALPHA,BETA,GAMMA (three "
-                   "numbers: µs, µs per byte, µs per byte) or --rules FILE\n");
+                   "bench_coll: --default-choices needs --model ALPHA,BETA,GAMMA[,OVERHEAD] "
+                   "(µs, µs per byte, µs per byte, µs) or --rules FILE\n");
       return 2;
     }
   } catch (const roam::config_error& e) {
@@ -292,7 +294,8 @@ int main(int argc, char** argv) {
       .add("--choices", filter, "--grid: only these (NAME or NAME:K; default all)")
       .flag("--default-choices", default_choices,
             "no MPI: the rules' choice for each \"COLLECTIVE RANKS PPN BYTES\" line of stdin")
-      .add("--model", model, "--default-choices: rules from the cost model ALPHA,BETA,GAMMA")
+      .add("--model", model,
+           "--default-choices: rules from the cost model ALPHA,BETA,GAMMA[,OVERHEAD]")
       .add("--rules", rules_file, "--default-choices: rules from this rules file");
   options.parse(argc, argv);
   if (default_choices) return print_default_choices(model, rules_file);
@@ -320,9 +323,9 @@ int main(int argc, char** argv) {
   if (rank == 0)
     std::printf(
         "the probe's model: alpha %.3g µs, beta %.3g µs/byte (%.3g GB/s), gamma %.3g "
-        "µs/byte (%.3g GB/s)\n",
+        "µs/byte (%.3g GB/s), overhead %.3g µs per further message\n",
         model_used.alpha_us, model_used.beta_us_per_byte, 1e-3 / model_used.beta_us_per_byte,
-        model_used.gamma_us_per_byte, 1e-3 / model_used.gamma_us_per_byte);
+        model_used.gamma_us_per_byte, 1e-3 / model_used.gamma_us_per_byte, model_used.overhead_us);
   if (grid) {
     const int any_wrong = run_grid(grid_collectives, sizes, runs, target_ms, filter, rank, p);
     int wrong_anywhere = 0;

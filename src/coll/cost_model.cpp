@@ -40,12 +40,19 @@ struct multiplying_rounds {
 double cost_model::time_us(collective what, const choice& how, std::uint64_t ranks,
                            std::uint64_t bytes) const noexcept {
   if (ranks <= 1) return 0;
-  const double a = alpha_us, b = beta_us_per_byte, g = gamma_us_per_byte;
+  const double b = beta_us_per_byte, g = gamma_us_per_byte, o = overhead_us;
   const double p = static_cast<double>(ranks), n = static_cast<double>(bytes);
   // Radix 0 is 2; 1 is a radix of k_ring only, which the model does not look at.
   const std::uint64_t k = std::min<std::uint64_t>(std::max(how.k, 2u), ranks);
   const double km1 = static_cast<double>(k - 1), l = levels(ranks, k);
   const multiplying_rounds rm(ranks, k);
+  // The latency of a round in which the busiest rank posts `sends` and `receives`.
+  auto round = [&](double sends, double receives) {
+    return alpha_us + (std::max(sends, 1.0) - 1 + std::max(receives, 1.0) - 1) * o;
+  };
+  const double a = round(1, 1);
+  const double tree = round(km1, 1);        // a parent's k-1 sends (or receives)
+  const double exchange = round(km1, km1);  // k-1 sends and k-1 receives
   // Ranges around recursive multiplying: a member's vector in, the result out.
   const double fold = rm.ranges ? 2 * (a + n * b) : 0;
   switch (how.alg) {
@@ -53,19 +60,19 @@ double cost_model::time_us(collective what, const choice& how, std::uint64_t ran
       switch (what) {
         case collective::bcast:
         case collective::gather:
-          return (p - 1) * (a + n * b);
+          return round(p - 1, 1) + (p - 1) * n * b;
         case collective::reduce:
-          return (p - 1) * (a + n * (b + g));
-        case collective::allgather:
-          return (p - 1) * (a + n * b) * 2;  // sends and receives at every rank
+          return round(p - 1, 1) + (p - 1) * n * (b + g);
+        case collective::allgather:  // every rank sends to and receives from every other
+          return round(p - 1, p - 1) + (p - 1) * n * b;
         case collective::allreduce:
-          return (p - 1) * (a + n * b) * 2 + (p - 1) * n * g;
+          return round(p - 1, p - 1) + (p - 1) * n * (b + g);
       }
       return never;
     case algorithm::knomial: {
-      const double bcast = l * a + km1 * n * l * b;
-      const double reduce = l * a + km1 * n * l * (b + g);
-      const double gather = l * a + (p - 1) * n * b;
+      const double bcast = l * tree + km1 * n * l * b;
+      const double reduce = l * tree + km1 * n * l * (b + g);
+      const double gather = l * tree + (p - 1) * n * b;
       switch (what) {
         case collective::bcast:
           return bcast;
@@ -74,7 +81,7 @@ double cost_model::time_us(collective what, const choice& how, std::uint64_t ran
         case collective::gather:
           return gather;
         case collective::allgather:
-          return gather + l * a + km1 * p * n * l * b;
+          return gather + l * tree + km1 * p * n * l * b;
         case collective::allreduce:
           return reduce + bcast;
       }
@@ -83,18 +90,18 @@ double cost_model::time_us(collective what, const choice& how, std::uint64_t ran
     case algorithm::recursive_multiplying:
       switch (what) {
         case collective::allgather:
-          return rm.main * a + (p - 1) * n * b + (rm.ranges ? 2 * a + p * n * b : 0);
+          return rm.main * exchange + (p - 1) * n * b + (rm.ranges ? 2 * a + p * n * b : 0);
         case collective::bcast:  // a k-nomial scatter, then the allgather of n / p each
-          return l * a + n * (p - 1) / p * b + rm.main * a + n * (p - 1) / p * b +
+          return l * tree + n * (p - 1) / p * b + rm.main * exchange + n * (p - 1) / p * b +
                  (rm.ranges ? 2 * a + n * b : 0);
         case collective::allreduce:
-          return rm.main * (a + km1 * n * (b + g)) + fold;
+          return rm.main * (exchange + km1 * n * (b + g)) + fold;
         default:
           return never;
       }
     case algorithm::reduce_scatter_allgather:
       if (what != collective::allreduce) return never;
-      return 2 * rm.main * a + 2 * n * (p - 1) / p * b + n * (p - 1) / p * g + fold;
+      return 2 * rm.main * exchange + 2 * n * (p - 1) / p * b + n * (p - 1) / p * g + fold;
     case algorithm::k_ring: {
       // P-1 rounds of one block each; the model has one kind of link, so the groups' size
       // (which pays where links within a group are faster) does not show in it.
@@ -119,9 +126,11 @@ double cost_model::time_us(collective what, const choice& how, std::uint64_t ran
 choice cost_model::best(collective what, std::uint64_t ranks, std::uint64_t bytes) const noexcept {
   choice best{algorithm::linear, 0};
   double best_time = time_us(what, best, ranks, bytes);
-  // Radices 2 ... 8 and the rank count (one level, the most messages at once).
+  // Radices 2 ... 8, a few larger powers of two, and the rank count (one level, the most
+  // messages at once).
   std::vector<std::uint64_t> radices;
   for (std::uint64_t k = 2; k <= 8 && k < ranks; ++k) radices.push_back(k);
+  for (std::uint64_t k = 16; k <= 64 && k < ranks; k *= 2) radices.push_back(k);
   radices.push_back(ranks);
   for (const algorithm a :
        {algorithm::knomial, algorithm::recursive_multiplying, algorithm::reduce_scatter_allgather})

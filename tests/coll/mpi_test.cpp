@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
       mpi::allreduce(MPI_COMM_WORLD, &rank, &sum, 1, std::plus<>{});
       failures.push_back("a malformed ROAM_COLL_MODEL was accepted");
     } catch (const roam::config_error& e) {
-      if (std::string(e.what()).find("ROAM_COLL_MODEL='broken': expected three") ==
+      if (std::string(e.what()).find("ROAM_COLL_MODEL='broken': expected three or four") ==
           std::string::npos)
         failures.push_back(std::string("unexpected error text: ") + e.what());
     }
@@ -94,14 +94,16 @@ int main(int argc, char** argv) {
       failures.push_back("processes per node " + std::to_string(world.processes_per_node()) +
                          ", not " + std::to_string(size));
     const roam::coll::cost_model model = mpi::measured_model(MPI_COMM_WORLD);
-    double mine[3] = {model.alpha_us, model.beta_us_per_byte, model.gamma_us_per_byte}, top[3];
-    MPI_Allreduce(mine, top, 3, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    if (top[0] != mine[0] || top[1] != mine[1] || top[2] != mine[2] || !(mine[0] >= 0) ||
-        !(mine[1] >= 0) || !(mine[2] >= 0))
-      failures.push_back("the measured model differs between ranks or is negative");
+    double mine[4] = {model.alpha_us, model.beta_us_per_byte, model.gamma_us_per_byte,
+                      model.overhead_us},
+           top[4];
+    MPI_Allreduce(mine, top, 4, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    for (int i = 0; i < 4; ++i)
+      if (top[i] != mine[i] || !(mine[i] >= 0))
+        failures.push_back("the measured model differs between ranks or is negative");
     if (const char* given = std::getenv("ROAM_COLL_MODEL");
-        given && std::string(given) == "1.5,0.001,0.002" &&
-        (mine[0] != 1.5 || mine[1] != 0.001 || mine[2] != 0.002))
+        given && std::string(given) == "1.5,0.001,0.002,0.3" &&
+        (mine[0] != 1.5 || mine[1] != 0.001 || mine[2] != 0.002 || mine[3] != 0.3))
       failures.push_back("ROAM_COLL_MODEL was not taken");
     for (auto& f : case_runner(world).run_all()) failures.push_back("world: " + f);
     for (auto& f : typed_calls(MPI_COMM_WORLD)) failures.push_back("world: " + f);

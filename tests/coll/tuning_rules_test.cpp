@@ -2,6 +2,7 @@
 // line.
 #include <roam/base/error.hpp>
 #include <roam/coll/cost_model.hpp>
+#include <roam/coll/detail/model_probe.hpp>
 #include <roam/coll/tuning_rules.hpp>
 
 #include <gtest/gtest.h>
@@ -183,6 +184,43 @@ TEST(CostModel, ItFavoursFewRoundsForSmallMessagesAndFewBytesForLargeOnes) {
   // An algorithm without the collective never wins.
   EXPECT_EQ(model.time_us(collective::gather, {algorithm::recursive_multiplying, 2}, 8, 8),
             std::numeric_limits<double>::infinity());
+}
+
+TEST(CostModel, EachFurtherMessageOfARoundCostsItsOverhead) {
+  // Regression: with every message of a round overlapping (thesis 4.2's model, overhead 0)
+  // the model chose radix P at every scale: one rank posting 4095 messages at once.
+  cost_model overlapping;
+  overlapping.overhead_us = 0;
+  EXPECT_EQ(overlapping.best(collective::bcast, 4096, 8).k, 4096u);
+  const cost_model model{3.0, 4e-5, 2.5e-4, 0.6};
+  for (const collective c : {collective::bcast, collective::reduce, collective::gather,
+                             collective::allgather, collective::allreduce})
+    for (const std::uint64_t bytes : {8ull, 4096ull, 1ull << 20}) {
+      const auto chosen = model.best(c, 4096, bytes);
+      EXPECT_LE(chosen.k, 64u) << roam::coll::describe(chosen) << " for "
+                               << roam::coll::to_string(c) << " of " << bytes << " B";
+    }
+  // Still a wider tree than the binomial one for small messages on many ranks.
+  EXPECT_GT(model.best(collective::bcast, 4096, 8).k, 2u);
+  // Linear posts P - 1 messages in one round: o (P - 2) above one message's latency.
+  EXPECT_DOUBLE_EQ(model.time_us(collective::bcast, {algorithm::linear, 0}, 10, 0), 3.0 + 8 * 0.6);
+}
+
+TEST(CostModel, TheEnvironmentsFormTakesThreeOrFourNumbers) {
+  using roam::coll::detail::parse_cost_model;
+  const cost_model three = parse_cost_model("2.5,1e-4,3e-4", "M");
+  EXPECT_DOUBLE_EQ(three.alpha_us, 2.5);
+  EXPECT_DOUBLE_EQ(three.beta_us_per_byte, 1e-4);
+  EXPECT_DOUBLE_EQ(three.gamma_us_per_byte, 3e-4);
+  EXPECT_DOUBLE_EQ(three.overhead_us, cost_model{}.overhead_us);
+  EXPECT_DOUBLE_EQ(parse_cost_model("1, 2, 3, 0.25", "M").overhead_us, 0.25);
+  for (const char* bad : {"", "1,2", "1,2,3,4,5", "1,2,3,", "1,-2,3", "1;2;3", "1,2,3x", "a,b,c"})
+    try {
+      (void)parse_cost_model(bad, "ROAM_COLL_MODEL");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const roam::config_error& e) {
+      EXPECT_NE(std::string(e.what()).find("ROAM_COLL_MODEL='"), std::string::npos) << e.what();
+    }
 }
 
 }  // namespace

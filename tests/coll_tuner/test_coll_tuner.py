@@ -349,6 +349,20 @@ class DefaultChoices(unittest.TestCase):
         self.assertEqual(bad.returncode, 2)
         self.assertIn("stdin line 1", bad.stderr)
 
+    @unittest.skipUnless(BENCH, "ROAM_BENCH_COLL names no bench_coll")
+    def test_the_overhead_keeps_the_radix_small_at_scale(self):
+        # The simulated machine's model, overhead included: no choice posts thousands of
+        # messages at once (without the overhead term the model chose k = P).
+        model = ",".join(repr(float(x)) for x in simulate.Machine().hockney())
+        self.assertEqual(len(model.split(",")), 4)
+        query = "".join(f"{c} 4096 16 8\n" for c in ("bcast", "gather", "allgather",
+                                                     "allreduce"))
+        got = subprocess.run([BENCH, "--default-choices", "--model", model], input=query,
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(got.returncode, 0, got.stderr)
+        for line in got.stdout.splitlines():
+            self.assertLessEqual(int(line.split()[5]), 64, line)
+
 
 if __name__ == "__main__":
     unittest.main()

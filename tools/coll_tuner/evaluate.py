@@ -57,7 +57,7 @@ def binomial(point):
 
 
 def roam_choices(bench, collective, points, model=None, rules_file=None):
-    """{point: label} that roam's own rules pick: rules_from(cost_model{α, β, γ}) (model) or
+    """{point: label} that roam's own rules pick: rules_from(cost_model{α, β, γ, o}) (model) or
     a rules file, through bench_coll --default-choices (no MPI run)."""
     words = [bench, "--default-choices"]
     words += ["--model", ",".join(repr(float(x)) for x in model)] if model else \

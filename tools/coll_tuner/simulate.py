@@ -95,10 +95,11 @@ class Machine:
         return m
 
     def hockney(self):
-        """α, β, γ of the inter-node link, as roam's cost model takes them (µs, µs/byte,
-        µs/byte): a message's latency with both sides' overhead, one port's bytes."""
+        """α, β, γ and o of the inter-node link, as roam's cost model takes them (µs,
+        µs/byte, µs/byte, µs): a message's latency with both sides' overhead, one port's
+        bytes, and the posting cost of each further message (max(o, g), as rounds charge)."""
         return (self.inter.latency_us + 2 * self.inter.overhead_us, self.inter.us_per_byte,
-                self.gamma_us_per_byte)
+                self.gamma_us_per_byte, max(self.inter.overhead_us, self.inter.gap_us))
 
     def time_us(self, collective, choice, point):
         """The modelled time of `collective` by `choice` (a label) at `point`, noise

@@ -32,9 +32,10 @@ roam::coll::detail::links& links_of(MPI_Comm comm);
 }  // namespace detail
 
 /// The cost model behind `comm`'s automatic choices (unless ROAM_COLL_TUNING names a rules
-/// file): α and β from ping-pongs of rank 0 with rank P/2, γ from rank 0 summing doubles, measured
-/// at the first automatic call on `comm` (or this call, whichever comes first: collective),
-/// or ROAM_COLL_MODEL="alpha,beta,gamma" (µs, µs per byte, µs per byte). Every rank gets
+/// file): α, β and the overhead o from ping-pongs of rank 0 with rank P/2, γ from rank 0
+/// summing doubles, measured at the first automatic call on `comm` (or this call, whichever
+/// comes first: collective), or ROAM_COLL_MODEL="alpha,beta,gamma[,overhead]" (µs, µs per
+/// byte, µs per byte, µs). Every rank gets
 /// rank 0's values, so that every rank chooses alike.
 cost_model measured_model(MPI_Comm comm);
 
