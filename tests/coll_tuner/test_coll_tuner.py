@@ -20,7 +20,8 @@ import sklearn  # noqa: F401  (a missing scikit-learn fails here, loudly)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 
-from coll_tuner import dataset, evaluate, measure, model, rules, sampling, simulate  # noqa: E402
+from coll_tuner import (cli, dataset, evaluate, fixed_radix, measure, model, rules,  # noqa: E402
+                        sampling, simulate)
 from coll_tuner.space import (COLLECTIVES, Point, Space, candidates, label,  # noqa: E402
                               near, nearest_pow2, non_pow2_size, pow2_between)
 from coll_tuner.tune import Options, tune  # noqa: E402
@@ -362,6 +363,58 @@ class DefaultChoices(unittest.TestCase):
         self.assertEqual(got.returncode, 0, got.stderr)
         for line in got.stdout.splitlines():
             self.assertLessEqual(int(line.split()[5]), 64, line)
+
+
+class FixedRadix(unittest.TestCase):
+    def test_ratios_of_roam_over_the_forced_library_algorithm(self):
+        # A stand-in launcher: prints, for the collectives it is asked for, roam's choice
+        # at 10 µs and the library's at 8 µs (20 µs for gather), and shows the environment
+        # that forces the library's algorithm.
+        with tempfile.TemporaryDirectory() as d:
+            fake = os.path.join(d, "launch")
+            with open(fake, "w") as f:
+                f.write('''#!/usr/bin/env python3
+import json, os, sys
+a = sys.argv
+colls = a[a.index("--collectives") + 1].split(",")
+alg, _, k = a[a.index("--choices") + 1].partition(":")
+for c in colls:
+    forced = os.environ[f"OMPI_MCA_coll_tuned_{c}_algorithm"]
+    assert os.environ["OMPI_MCA_coll_tuned_use_dynamic_rules"] == "1"
+    for b in a[a.index("--sizes") + 1].split(","):
+        p = {"collective": c, "ranks": 4, "ppn": 4, "bytes": int(b)}
+        print("grid " + json.dumps(dict(p, alg=alg, k=int(k), us=10.0)))
+        print("grid " + json.dumps(dict(p, alg="mpi", k=0, us=20.0 if c == "gather" else 8.0,
+                                        forced=forced)))
+''')
+            os.chmod(fake, 0o755)
+            rows = fixed_radix.measure("bench", [4], [8, 64], 1, 1.0, 2, fake, lambda m: None)
+        self.assertEqual(len(rows), sum(len(f) for _, f in fixed_radix.PAIRS))
+        by = {(r["collective"], r["roam"]): r for r in rows}
+        self.assertEqual(by[("gather", "knomial:2")]["median"], [0.5, 0.5])
+        self.assertEqual(by[("allreduce", "k_ring:1")]["median"], [1.25, 1.25])
+        self.assertEqual(by[("allreduce", "k_ring:1")]["mpi"], "ring")
+
+    def test_a_failing_run_names_its_command(self):
+        with self.assertRaisesRegex(RuntimeError, "false -n 4 bench --grid"):
+            fixed_radix.run_pair("bench", 4, "knomial:2", {"bcast": (6, "binomial")}, [8], 1,
+                                 1.0, "false")
+
+
+class BaselinesOnly(unittest.TestCase):
+    def test_no_tuner_rows(self):
+        import contextlib
+        import io
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            status = cli.main(["evaluate", "--simulated", "--baselines-only", "--nodes", "16",
+                               "--ppn", "1,2", "--sizes", "8,64", "--collectives", "bcast",
+                               "--bench", "/nonexistent/bench_coll"])
+        self.assertEqual(status, 0)
+        text = out.getvalue()
+        self.assertIn("| bcast: binomial only |", text)
+        self.assertNotIn("bcast: tuner", text)
+        self.assertIn("No tuner runs", text)
 
 
 if __name__ == "__main__":

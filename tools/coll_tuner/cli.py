@@ -17,6 +17,8 @@ USAGE = """roam's collectives autotuner (ACCLAiM, Wilkins' thesis ch. 3). Comman
   check     load a rules file with roam's own reader (bench_coll --default-choices --rules)
   mpich     MPICH's collective-selection JSON from a roam rules file
   evaluate  the tuner against roam's defaults, the binomial tree and the MPI library
+  fixed-radix  the generalized algorithms at radix 2 (k-ring: 1) against Open MPI's
+            fixed-radix versions of them, in the same runs
 "coll_tune.py COMMAND --help" lists a command's options; docs/guide/collectives_tuning.md
 tells the steps."""
 
@@ -35,6 +37,17 @@ def ints(text):
         return [int(x) for x in text.split(",") if x]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected whole numbers separated by commas: '{text}'")
+
+
+def floats(text):
+    try:
+        out = [float(x) for x in text.split(",")]
+    except ValueError:
+        out = []
+    if len(out) not in (3, 4) or any(not x >= 0 for x in out):
+        raise argparse.ArgumentTypeError(
+            f"expected ALPHA,BETA,GAMMA[,OVERHEAD] (non-negative numbers): '{text}'")
+    return out
 
 
 def names(text):
@@ -232,6 +245,17 @@ def cmd_mpich(args):
     return 0
 
 
+def cmd_fixed_radix(args):
+    from . import fixed_radix
+    if not (os.path.isfile(args.bench) and os.access(args.bench, os.X_OK)):
+        raise RuntimeError(f"the benchmark {args.bench} is not an executable file: build it "
+                           f"(cmake --build BUILD --target bench_coll) or give --bench")
+    rows = fixed_radix.measure(args.bench, args.ranks, args.sizes, args.runs, args.target_ms,
+                               args.repeats, args.mpiexec, log)
+    fixed_radix.report(rows, args.repeats, args.json)
+    return 0
+
+
 def simulated_truth(args, machine, space, collectives):
     """{collective: {point: {label: µs}}} of the simulated grid, from --cache when it holds
     this machine's grid, else computed (and written there)."""
@@ -285,7 +309,8 @@ def non_pow2_table(args, machine, space, collectives, docs, have_bench):
                  for p in points}
         ms = [evaluate.metrics(truth, lambda p: rules.select_label(d, c, p), points)
               for d in docs]
-        print(evaluate.row(f"{c}: tuner", mean_of(ms)))
+        if ms:
+            print(evaluate.row(f"{c}: tuner", mean_of(ms)))
         if have_bench:
             picks = evaluate.roam_choices(args.bench, c, points, model=machine.hockney())
             print(evaluate.row(f"{c}: roam defaults", evaluate.metrics(truth, picks.get, points)))
@@ -323,7 +348,7 @@ def cmd_evaluate(args):
     max_ranks = max(max(s.rank_values()) for s in spaces.values())
     tuned = {c: [] for c in collectives}
     docs = []
-    for seed in args.seeds:
+    for seed in [] if args.baselines_only else args.seeds:
         options = options_of(args)
         options.seed = seed
         if args.simulated:
@@ -359,19 +384,31 @@ def cmd_evaluate(args):
         if path != args.rules_out:
             os.remove(path)
     print(f"\n### {title}\n")
-    print(f"Tuner: seeds {','.join(map(str, args.seeds))} (mean), encoding {args.encoding}, "
-          f"{args.trees} trees (max_features {args.max_features:g}), threshold "
-          f"{args.threshold:g} ({args.threshold_mode}), window "
-          f"{args.window}, at most {args.max_fraction:.0%} of the grid; benchmark time as "
-          f"bench_coll --runs {runs} --target-ms {target_ms:g} would spend it."
-          + ("" if have_bench else " (roam's defaults not evaluated: no bench_coll.)") + "\n")
+    if args.baselines_only:
+        print("No tuner runs (--baselines-only)." + ("" if have_bench else
+              " (roam's defaults not evaluated: no bench_coll.)") + "\n")
+    else:
+        print(f"Tuner: seeds {','.join(map(str, args.seeds))} (mean), encoding "
+              f"{args.encoding}, {args.trees} trees (max_features {args.max_features:g}), "
+              f"threshold {args.threshold:g} ({args.threshold_mode}), window "
+              f"{args.window}, at most {args.max_fraction:.0%} of the grid; benchmark time as "
+              f"bench_coll --runs {runs} --target-ms {target_ms:g} would spend it."
+              + ("" if have_bench else " (roam's defaults not evaluated: no bench_coll.)") + "\n")
     print(evaluate.HEADER)
     for c in collectives:
         points = sorted(truth[c])
         total = evaluate.exhaustive_seconds(truth[c], runs, target_ms)
-        m = mean_of(tuned[c])
-        print(evaluate.row(f"{c}: tuner", m, round(m["measured"]), m["cost"], total))
-        if results is not None and c in judge.default:
+        if tuned[c]:
+            m = mean_of(tuned[c])
+            print(evaluate.row(f"{c}: tuner", m, round(m["measured"]), m["cost"], total))
+        if results is not None and args.defaults_model and have_bench:
+            picks = evaluate.roam_choices(args.bench, c, points, model=args.defaults_model)
+            missing = [p for p in points if picks[p] not in truth[c][p]]
+            if missing:
+                raise ValueError(f"the table has no {picks[missing[0]]} at {missing[0]}")
+            print(evaluate.row(f"{c}: roam defaults", evaluate.metrics(truth[c], picks.get,
+                                                                       points)))
+        elif results is not None and c in judge.default:
             dflt = judge.default[c]
             print(evaluate.row(f"{c}: roam defaults", evaluate.metrics(
                 truth[c], lambda p: dflt[p][0] if dflt[p][0] in truth[c][p] else dflt[p][1],
@@ -447,6 +484,19 @@ def main(argv):
     m.add_argument("--max-ranks", type=int, help="the rank count behind comm_size=any")
     m.set_defaults(run=cmd_mpich)
 
+    f = sub.add_parser("fixed-radix", help="the generalized algorithms at their default "
+                                           "radix against Open MPI's fixed-radix versions")
+    f.add_argument("--bench", default=DEFAULT_BENCH)
+    f.add_argument("--ranks", type=ints, default=[4, 8])
+    f.add_argument("--sizes", type=ints, default=[8, 64, 512, 4096, 32768, 262144, 1048576])
+    f.add_argument("--runs", type=int, default=5)
+    f.add_argument("--target-ms", type=float, default=5.0)
+    f.add_argument("--repeats", type=int, default=3, help="runs of every pair, alternating")
+    f.add_argument("--mpiexec", default="mpiexec --bind-to none",
+                   help="the launcher, before -n RANKS")
+    f.add_argument("--json", action="store_true", help="one JSON object as the last line")
+    f.set_defaults(run=cmd_fixed_radix)
+
     e = sub.add_parser("evaluate", help="the tuner, roam's defaults, binomial and MPI compared")
     add_bench_options(e)
     add_model_options(e)
@@ -464,6 +514,13 @@ def main(argv):
     e.add_argument("--non-pow2", type=int, default=0,
                    help="--simulated: also judge the rules at this many random points whose "
                         "size is not a power of two")
+    e.add_argument("--defaults-model", type=floats, default=None,
+                   help="--table: judge the defaults of this cost model ALPHA,BETA,GAMMA"
+                        "[,OVERHEAD] (through bench_coll --default-choices) instead of the "
+                        "choices the measurement recorded")
+    e.add_argument("--baselines-only", action="store_true",
+                   help="judge roam's defaults, the binomial tree and the MPI library only "
+                        "(no tuner runs)")
     e.add_argument("--rules-out", help="the tuner's rules file (first seed)")
     e.add_argument("--verbose", action="store_true", help="log every iteration")
     add_sim_options(e)
