@@ -129,18 +129,18 @@ void k_ring_allreduce(links& l, const std::byte* in, std::byte* out, std::size_t
   const auto rounds = ring_schedule(p, k, elements).rounds_of(static_cast<std::uint64_t>(l.rank()));
   // Backwards and reversed: what the allgather receives, this rank sends its partial of;
   // what it sends, it gets partials of from the ranks it would have fed.
-  std::vector<std::byte> partials;
+  scratch buffer;
   for (auto r = rounds.rbegin(); r != rounds.rend(); ++r) {
     std::size_t incoming = 0;
     for (const transfer& t : r->moves)
       if (t.send) incoming += t.count * size;
-    partials.resize(incoming);
+    std::byte* const partials = buffer.get(incoming);
     const int tag = tag_of(r->tag == phase::main ? phase::pre : phase::post, 0);
     std::size_t slot = 0;
     for (const transfer& t : r->moves) {
       const int peer = static_cast<int>(t.peer);
       if (t.send) {
-        l.recv(peer, tag, partials.data() + slot, t.count * size);
+        l.recv(peer, tag, partials + slot, t.count * size);
         slot += t.count * size;
       } else {
         l.send(peer, tag, out + t.at * size, t.count * size);
@@ -150,7 +150,7 @@ void k_ring_allreduce(links& l, const std::byte* in, std::byte* out, std::size_t
     slot = 0;
     for (const transfer& t : r->moves)
       if (t.send) {
-        op.combine(op.op, out + t.at * size, partials.data() + slot, t.count);
+        op.combine(op.op, out + t.at * size, partials + slot, t.count);
         slot += t.count * size;
       }
   }

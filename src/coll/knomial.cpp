@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 namespace roam::coll::detail {
 
@@ -76,32 +75,44 @@ void knomial_reduce(links& l, const std::byte* in, std::byte* out, std::size_t c
   const ranks g{l.size(), tree_root};
   const std::uint64_t p = g.size, r = g.relative(l.rank());
   const std::size_t bytes = count * op.element_size;
-  std::vector<std::byte> acc(in, in + bytes);
-  std::vector<std::byte> children;
+  const int rank = l.rank();
+  // The partial result, made at the first children's arrival: the root accumulates
+  // straight into `out` when the result stays there, other ranks into scratch (`in` is
+  // read-only). A leaf sends `in` as it is.
+  scratch own, children;
+  std::byte* acc = nullptr;
+  auto accumulator = [&] {
+    if (acc == nullptr) {
+      acc = rank == root && tree_root == root ? out : own.get(bytes);
+      if (bytes != 0 && acc != in) std::memmove(acc, in, bytes);
+    }
+    return acc;
+  };
+  auto partial = [&]() -> const std::byte* { return acc != nullptr ? acc : in; };
   int level = 0;
   for (std::uint64_t d = 1; d < p; d *= k, ++level) {
     if (r % (d * k) != 0) {
       send_bytes(l, g.absolute(static_cast<int>(r - r % (d * k))), tag_of(phase::main, level),
-                 acc.data(), bytes);
+                 partial(), bytes);
       l.complete();
       break;
     }
     std::uint64_t arrived = 0;
-    children.resize((k - 1) * bytes);
+    std::byte* incoming = children.get((k - 1) * bytes);
     for (std::uint64_t j = 1; j < k && r + j * d < p; ++j, ++arrived)
       recv_bytes(l, g.absolute(static_cast<int>(r + j * d)), tag_of(phase::main, level),
-                 children.data() + (j - 1) * bytes, bytes);
+                 incoming + (j - 1) * bytes, bytes);
     l.complete();
+    // Children hold higher ranks than this subtree's: combining in j order keeps rank order.
     for (std::uint64_t j = 0; j < arrived; ++j)
-      op.combine(op.op, acc.data(), children.data() + j * bytes, count);
+      op.combine(op.op, accumulator(), incoming + j * bytes, count);
   }
-  const int rank = l.rank();
   if (tree_root != root) {
-    if (rank == tree_root) send_bytes(l, root, tag_of(phase::forward, 0), acc.data(), bytes);
+    if (rank == tree_root) send_bytes(l, root, tag_of(phase::forward, 0), partial(), bytes);
     if (rank == root) recv_bytes(l, tree_root, tag_of(phase::forward, 0), out, bytes);
     l.complete();
-  } else if (rank == root && bytes != 0) {
-    std::memcpy(out, acc.data(), bytes);
+  } else if (rank == root && acc == nullptr && bytes != 0 && in != out) {
+    std::memmove(out, in, bytes);  // a single rank: no child arrived
   }
 }
 
@@ -112,28 +123,34 @@ void knomial_gather(links& l, const std::byte* in, std::byte* out, const blocks&
   // This rank's subtree [r, r + d), in relative order; the root's is everything.
   const std::uint64_t d_up = knomial_distance(r, k, p);
   const std::size_t first = b.edge(r);
-  std::vector<std::byte> tree(b.edge(std::min(r + d_up, p)) - first);
+  const std::size_t tree_bytes = b.edge(std::min(r + d_up, p)) - first;
+  // Rooted at rank 0, relative and absolute order agree: the root gathers straight into
+  // `out`. Elsewhere the subtree's blocks wait in scratch.
+  const bool into_out = r == 0 && root == 0;
+  scratch tree_buffer;
+  std::byte* const tree = into_out ? out : tree_buffer.get(tree_bytes);
   const std::size_t own = b.edge(r + 1) - first;
-  if (own != 0) std::memcpy(tree.data(), in, own);
+  if (own != 0 && tree != in) std::memmove(tree, in, own);
   int level = 0;
   for (std::uint64_t d = 1; d < p; d *= k, ++level) {
     if (r % (d * k) != 0) {
-      send_bytes(l, g.absolute(static_cast<int>(r - r % (d * k))), tag_of(phase::main, level),
-                 tree.data(), tree.size());
+      send_bytes(l, g.absolute(static_cast<int>(r - r % (d * k))), tag_of(phase::main, level), tree,
+                 tree_bytes);
       l.complete();
       return;
     }
     for (std::uint64_t j = 1; j < k && r + j * d < p; ++j) {
       const std::uint64_t c = r + j * d;
       recv_bytes(l, g.absolute(static_cast<int>(c)), tag_of(phase::main, level),
-                 tree.data() + (b.edge(c) - first), b.edge(std::min(c + d, p)) - b.edge(c));
+                 tree + (b.edge(c) - first), b.edge(std::min(c + d, p)) - b.edge(c));
     }
     l.complete();
   }
+  if (into_out) return;
   // The root: relative blocks [0, p - root) are ranks root ... p-1, the rest 0 ... root-1.
   const std::size_t upper = b.edge(p - static_cast<std::uint64_t>(root));
-  if (upper != 0) std::memcpy(out + (tree.size() - upper), tree.data(), upper);
-  if (tree.size() != upper) std::memcpy(out, tree.data() + upper, tree.size() - upper);
+  if (upper != 0) std::memcpy(out + (tree_bytes - upper), tree, upper);
+  if (tree_bytes != upper) std::memcpy(out, tree + upper, tree_bytes - upper);
 }
 
 }  // namespace roam::coll::detail

@@ -3,7 +3,6 @@
 #include "kernels.hpp"
 
 #include <cstring>
-#include <vector>
 
 namespace roam::coll::detail {
 
@@ -42,13 +41,13 @@ void gather_to(links& l, const std::byte* in, std::byte* all, const blocks& b, i
 }
 
 /// The P inputs gathered in `all`, combined in rank order into `out`.
-void combine_in_order(const std::vector<std::byte>& all, std::byte* out, std::size_t count,
-                      const reduction& op, int p) {
+void combine_in_order(const std::byte* all, std::byte* out, std::size_t count, const reduction& op,
+                      int p) {
   const std::size_t bytes = count * op.element_size;
-  std::vector<std::byte> acc(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(bytes));
+  if (bytes == 0) return;
+  std::memcpy(out, all, bytes);  // `all` is scratch: `out` cannot overlap it
   for (int i = 1; i < p; ++i)
-    op.combine(op.op, acc.data(), all.data() + static_cast<std::size_t>(i) * bytes, count);
-  if (bytes != 0) std::memcpy(out, acc.data(), bytes);
+    op.combine(op.op, out, all + static_cast<std::size_t>(i) * bytes, count);
 }
 
 }  // namespace
@@ -61,9 +60,10 @@ void linear_reduce(links& l, const std::byte* in, std::byte* out, std::size_t co
                    const reduction& op, int root) {
   const int p = l.size();
   const std::size_t bytes = count * op.element_size;
-  std::vector<std::byte> all(l.rank() == root ? static_cast<std::size_t>(p) * bytes : 0);
-  gather_to(l, in, all.data(),
-            {bytes * static_cast<std::size_t>(p), static_cast<std::uint64_t>(p), bytes}, root);
+  scratch buffer;
+  std::byte* const all = buffer.get(l.rank() == root ? static_cast<std::size_t>(p) * bytes : 0);
+  gather_to(l, in, all, {bytes * static_cast<std::size_t>(p), static_cast<std::uint64_t>(p), bytes},
+            root);
   if (l.rank() == root) combine_in_order(all, out, count, op, p);
 }
 
@@ -71,8 +71,10 @@ void linear_allreduce(links& l, const std::byte* in, std::byte* out, std::size_t
                       const reduction& op) {
   const int p = l.size();
   const std::size_t bytes = count * op.element_size;
-  std::vector<std::byte> all(static_cast<std::size_t>(p) * bytes);
-  gather_to(l, in, all.data(), {all.size(), static_cast<std::uint64_t>(p), bytes}, -1);
+  scratch buffer;
+  const std::size_t total = static_cast<std::size_t>(p) * bytes;
+  std::byte* const all = buffer.get(total);
+  gather_to(l, in, all, {total, static_cast<std::uint64_t>(p), bytes}, -1);
   combine_in_order(all, out, count, op, p);
 }
 

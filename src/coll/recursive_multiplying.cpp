@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 namespace roam::coll::detail {
 
@@ -71,14 +70,30 @@ bool fold_into_leader(links& l, const participants& parts, std::byte* out, std::
     l.complete();
     return false;
   }
-  std::vector<std::byte> members((end - leader - 1) * bytes);
+  scratch buffer;
+  std::byte* const members = buffer.get((end - leader - 1) * bytes);
   for (std::uint64_t m = leader + 1; m < end; ++m)
-    l.recv(static_cast<int>(m), tag_of(phase::pre, 0), members.data() + (m - leader - 1) * bytes,
-           bytes);
+    l.recv(static_cast<int>(m), tag_of(phase::pre, 0), members + (m - leader - 1) * bytes, bytes);
   l.complete();
   for (std::uint64_t m = leader + 1; m < end; ++m)
-    op.combine(op.op, out, members.data() + (m - leader - 1) * bytes, count);
+    op.combine(op.op, out, members + (m - leader - 1) * bytes, count);
   return true;
+}
+
+void combine_group(const reduction& op, std::byte* mine, std::uint64_t position,
+                   const std::byte* others, std::uint64_t k, std::size_t count, scratch& s) {
+  if (count == 0) return;
+  const std::size_t bytes = count * op.element_size;
+  if (position == 0 || (k == 2 && op.commutative)) {
+    for (std::uint64_t slot = 0; slot + 1 < k; ++slot)
+      op.combine(op.op, mine, others + slot * bytes, count);
+    return;
+  }
+  std::byte* const result = s.get(bytes);
+  std::memcpy(result, others, bytes);  // member 0's part
+  for (std::uint64_t j = 1, slot = 1; j < k; ++j)
+    op.combine(op.op, result, j == position ? mine : others + slot++ * bytes, count);
+  std::memcpy(mine, result, bytes);
 }
 
 void share_from_leader(links& l, const participants& parts, std::byte* out, std::size_t bytes) {
@@ -102,7 +117,8 @@ void recursive_multiplying_allreduce(links& l, const std::byte* in, std::byte* o
   const participants parts(p, k);
   if (fold_into_leader(l, parts, out, count, op)) {
     const std::uint64_t i = parts.range_of(static_cast<std::uint64_t>(l.rank()));
-    std::vector<std::byte> others((k - 1) * bytes), result(bytes);
+    scratch received, combined;
+    std::byte* const others = received.get((k - 1) * bytes);
     int round = 0;
     for (std::uint64_t d = 1; d < parts.q; d *= k, ++round) {
       const std::uint64_t start = group_start(i, d, k);
@@ -111,18 +127,11 @@ void recursive_multiplying_allreduce(links& l, const std::byte* in, std::byte* o
         if (peer == i) continue;
         const int to = static_cast<int>(parts.first(peer));
         l.send(to, tag_of(phase::main, round), out, bytes);
-        l.recv(to, tag_of(phase::main, round), others.data() + slot++ * bytes, bytes);
+        l.recv(to, tag_of(phase::main, round), others + slot++ * bytes, bytes);
       }
       l.complete();
       // The group's runs in rank order: peer j's, with this rank's own in its place.
-      for (std::uint64_t j = 0, slot = 0; j < k; ++j) {
-        const std::byte* part = start + j * d == i ? out : others.data() + slot++ * bytes;
-        if (j == 0)
-          std::memcpy(result.data(), part, bytes);
-        else
-          op.combine(op.op, result.data(), part, count);
-      }
-      std::memcpy(out, result.data(), bytes);
+      combine_group(op, out, i / d % k, others, k, count, combined);
     }
   }
   share_from_leader(l, parts, out, bytes);

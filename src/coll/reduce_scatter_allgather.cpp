@@ -36,36 +36,26 @@ void reduce_scatter_allgather_allreduce(links& l, const std::byte* in, std::byte
     const std::uint64_t i = parts.range_of(static_cast<std::uint64_t>(l.rank()));
     // The segment each round splits: the whole vector, then this participant's part of it.
     std::vector<segment> shared;
-    std::vector<std::byte> received, result;
+    scratch received_buffer, combined;
     segment mine{0, count};
     int round = 0;
     for (std::uint64_t d = 1; d < parts.q; d *= k, ++round) {
       shared.push_back(mine);
       const std::uint64_t start = group_start(i, d, k), position = i / d % k;
       const segment keep = mine.part(position, k);
-      received.resize((k - 1) * keep.count * size);
+      std::byte* const received = received_buffer.get((k - 1) * keep.count * size);
       for (std::uint64_t j = 0, slot = 0; j < k; ++j) {
         if (j == position) continue;
         const int to = static_cast<int>(parts.first(start + j * d));
         const segment theirs = mine.part(j, k);
         send_bytes(l, to, tag_of(phase::main, round), out + theirs.first * size,
                    theirs.count * size);
-        recv_bytes(l, to, tag_of(phase::main, round), received.data() + slot++ * keep.count * size,
+        recv_bytes(l, to, tag_of(phase::main, round), received + slot++ * keep.count * size,
                    keep.count * size);
       }
       l.complete();
       // Member order: member j's part, with this participant's own in its place.
-      result.resize(keep.count * size);
-      for (std::uint64_t j = 0, slot = 0; j < k; ++j) {
-        const std::byte* part =
-            j == position ? out + keep.first * size : received.data() + slot++ * keep.count * size;
-        if (keep.count == 0) break;  // this participant's part is empty
-        if (j == 0)
-          std::memcpy(result.data(), part, keep.count * size);
-        else
-          op.combine(op.op, result.data(), part, keep.count);
-      }
-      if (keep.count != 0) std::memcpy(out + keep.first * size, result.data(), keep.count * size);
+      combine_group(op, out + keep.first * size, position, received, k, keep.count, combined);
       mine = keep;
     }
     // Backwards: in round s each member holds its reduced part of the shared segment and

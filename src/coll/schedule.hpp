@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 namespace roam::coll::detail {
 
@@ -30,6 +31,24 @@ inline void send_bytes(links& l, int peer, int tag, const std::byte* data, std::
 inline void recv_bytes(links& l, int peer, int tag, std::byte* data, std::size_t bytes) {
   if (bytes != 0) l.recv(peer, tag, data, bytes);
 }
+
+/// Working bytes that are written before they are read, reused while they are large
+/// enough. Unlike std::vector<std::byte> they are not zeroed first: for large vectors that
+/// pass over the memory cost as much as a combine.
+class scratch {
+ public:
+  std::byte* get(std::size_t bytes) {
+    if (bytes > size_) {
+      data_ = std::make_unique_for_overwrite<std::byte[]>(bytes);
+      size_ = bytes;
+    }
+    return data_.get();
+  }
+
+ private:
+  std::unique_ptr<std::byte[]> data_;
+  std::size_t size_ = 0;
+};
 
 /// A buffer of `total` bytes cut into `parts` blocks: fixed blocks of `block` bytes each,
 /// (block == 0) `total` split as evenly as bytes allow (a scatter's chunks), or blocks of

@@ -26,6 +26,17 @@ PAIRS = (
                   "bcast": (9, "scatter_allgather_ring")}),
     ("reduce_scatter_allgather:2", {"allreduce": (6, "rabenseifner")}),
 )
+# Open MPI's scatter-allgather broadcasts, ring allreduce and Rabenseifner allreduce run
+# another algorithm (binomial tree, recursive doubling, linear) when the vector has fewer
+# elements than ranks (bench_coll's vectors are doubles): no pair there.
+FALLS_BACK = {("bcast", "scatter_allgather"), ("bcast", "scatter_allgather_ring"),
+              ("allreduce", "ring"), ("allreduce", "rabenseifner")}
+ELEMENT_BYTES = 8
+
+
+def compared(collective, mpi_name, ranks, nbytes):
+    """Whether Open MPI runs its algorithm `mpi_name` for `collective` at this point."""
+    return (collective, mpi_name) not in FALLS_BACK or nbytes // ELEMENT_BYTES >= ranks
 
 
 def run_pair(bench, ranks, choice, forced, sizes, runs, target_ms, mpiexec):
@@ -64,9 +75,10 @@ def measure(bench, ranks_list, sizes, runs, target_ms, repeats, mpiexec, log):
     for ranks in ranks_list:
         for choice, forced in PAIRS:
             for collective, (_, name) in forced.items():
-                per_size = [ratios[(ranks, choice, collective, s)] for s in sizes]
+                kept = [s for s in sizes if compared(collective, name, ranks, s)]
+                per_size = [ratios[(ranks, choice, collective, s)] for s in kept]
                 rows.append({"ranks": ranks, "collective": collective, "roam": choice,
-                             "mpi": name, "sizes": list(sizes),
+                             "mpi": name, "sizes": kept,
                              "median": [statistics.median(r) for r in per_size],
                              "low": [min(r) for r in per_size],
                              "high": [max(r) for r in per_size]})
@@ -82,13 +94,17 @@ def geomean(values):
 
 def report(rows, repeats, as_json):
     print(f"roam's generalized algorithm at its default radix over Open MPI's fixed-radix "
-          f"version (median of {repeats} runs, [range]; below 1: roam faster)\n")
-    print("| ranks | collective | roam | Open MPI | "
-          + " | ".join(f"{s} B" for s in rows[0]["sizes"]) + " | geomean |")
-    print("|---" * (5 + len(rows[0]["sizes"])) + "|")
+          f"version (median of {repeats} runs, [range]; below 1: roam faster; —: Open MPI "
+          f"runs another algorithm there)\n")
+    sizes = sorted({s for r in rows for s in r["sizes"]})
+    print("| ranks | collective | roam | Open MPI | " + " | ".join(f"{s} B" for s in sizes)
+          + " | geomean |")
+    print("|---" * (5 + len(sizes)) + "|")
     for r in rows:
-        cells = [f"{m:.2f} [{lo:.2f}, {hi:.2f}]"
-                 for m, lo, hi in zip(r["median"], r["low"], r["high"])]
+        at = {s: (m, lo, hi) for s, m, lo, hi in zip(r["sizes"], r["median"], r["low"],
+                                                      r["high"])}
+        cells = [f"{at[s][0]:.2f} [{at[s][1]:.2f}, {at[s][2]:.2f}]" if s in at else "—"
+                 for s in sizes]
         print(f"| {r['ranks']} | {r['collective']} | {r['roam']} | {r['mpi']} | "
               + " | ".join(cells) + f" | {geomean(r['median']):.3f} |")
     every = [m for r in rows for m in r["median"]]
