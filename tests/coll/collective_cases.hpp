@@ -88,6 +88,7 @@ class case_runner {
       for (const choice& c : choices(p_, collective::allreduce)) {
         allreduce_sum(c, count);
         allreduce_affine(c, count);
+        allreduce_same_bits(c, count);
       }
       for (const choice& c : choices(p_, collective::reduce))
         for (int root : roots) {
@@ -149,6 +150,23 @@ class case_runner {
     const std::plus<> op;
     cd::allreduce(l_, bytes(in), wbytes(out), count, cd::reduction_of<std::uint32_t>(op), c);
     expect(out == sums(count, s), where("allreduce sum", c, count, -1));
+  }
+  /// Every rank gets the same bits, though floating-point sums depend on their order: a
+  /// group member must not combine its own part first where another combines it second.
+  void allreduce_same_bits(const choice& c, std::size_t count) {
+    const int s = salt();
+    std::vector<double> in(count), out(count);
+    for (std::size_t i = 0; i < count; ++i)
+      in[i] = static_cast<double>(value_of(me_, i, s)) * (me_ % 3 == 0 ? 1e-9 : 1e7) /
+              static_cast<double>(value_of(me_, i, s + 1) | 1u);
+    const std::plus<> op;
+    cd::allreduce(l_, bytes(in), wbytes(out), count, cd::reduction_of<double>(op), c);
+    std::vector<double> everyone(count * static_cast<std::size_t>(p_));
+    cd::allgather(l_, bytes(out), wbytes(everyone), count * sizeof(double), {algorithm::linear, 0});
+    bool same = true;
+    for (std::size_t i = 0; i < everyone.size(); ++i)
+      same = same && std::memcmp(&everyone[i], &everyone[i % count], sizeof(double)) == 0;
+    expect(same, where("allreduce of doubles: the same bits on every rank", c, count, -1));
   }
   void reduce_affine(const choice& c, std::size_t count, int root) {
     const int s = salt();
