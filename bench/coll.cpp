@@ -27,6 +27,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <iostream>
@@ -235,14 +236,16 @@ int print_default_choices(const std::vector<double>& model, const std::string& r
   try {
     if (!rules_file.empty()) {
       rules = roam::coll::tuning_rules::load(rules_file);
-    } else if (model.size() == 3 || model.size() == 4) {
+    } else if ((model.size() == 3 || model.size() == 4) &&
+               std::all_of(model.begin(), model.end(),
+                           [](double v) { return std::isfinite(v) && v >= 0; })) {
       roam::coll::cost_model m{model[0], model[1], model[2]};
       if (model.size() == 4) m.overhead_us = model[3];
       rules = roam::coll::rules_from(m);
     } else {
       std::fprintf(stderr,
                    "bench_coll: --default-choices needs --model ALPHA,BETA,GAMMA[,OVERHEAD] "
-                   "(µs, µs per byte, µs per byte, µs) or --rules FILE\n");
+                   "(finite non-negative µs, µs per byte, µs per byte, µs) or --rules FILE\n");
       return 2;
     }
   } catch (const roam::config_error& e) {

@@ -113,9 +113,10 @@ std::shared_ptr<probed_rules> probed_of(node_runtime& n) {
 /// gets rank 0's model, so they share one set).
 const coll::tuning_rules& rules_of_model(const coll::cost_model& m) {
   static std::mutex lock;
-  static std::map<std::tuple<double, double, double>, coll::tuning_rules> made;
+  static std::map<std::tuple<double, double, double, double>, coll::tuning_rules> made;
   std::lock_guard guard(lock);
-  const auto key = std::make_tuple(m.alpha_us, m.beta_us_per_byte, m.gamma_us_per_byte);
+  const auto key =
+      std::make_tuple(m.alpha_us, m.beta_us_per_byte, m.gamma_us_per_byte, m.overhead_us);
   auto it = made.find(key);
   if (it == made.end()) it = made.emplace(key, coll::rules_from(m)).first;
   return it->second;

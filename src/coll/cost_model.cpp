@@ -21,9 +21,11 @@ double levels(std::uint64_t p, std::uint64_t k) {
   return l;
 }
 
-/// Recursive multiplying's main rounds, and whether ranges fold around them.
+/// Recursive multiplying's main rounds among q = k^main participants, and the members
+/// beside its leader of the largest range that folds around them (0: P is a power of k).
 struct multiplying_rounds {
   double main = 0;
+  double members = 0;
   bool ranges = false;
   multiplying_rounds(std::uint64_t p, std::uint64_t k) {
     std::uint64_t q = 1;
@@ -32,6 +34,8 @@ struct multiplying_rounds {
       ++main;
     }
     ranges = q != p;
+    const std::uint64_t largest_range = (p + q - 1) / q;  // ranges of ceil(P/q) ranks at most
+    members = static_cast<double>(largest_range - 1);
   }
 };
 
@@ -53,8 +57,11 @@ double cost_model::time_us(collective what, const choice& how, std::uint64_t ran
   const double a = round(1, 1);
   const double tree = round(km1, 1);        // a parent's k-1 sends (or receives)
   const double exchange = round(km1, km1);  // k-1 sends and k-1 receives
-  // Ranges around recursive multiplying: a member's vector in, the result out.
-  const double fold = rm.ranges ? 2 * (a + n * b) : 0;
+  // Ranges around recursive multiplying: a leader takes its members' data in one round and
+  // hands them the result in another.
+  const double m = rm.members;
+  const double ranges_latency = rm.ranges ? round(1, m) + round(m, 1) : 0;
+  const double fold = ranges_latency + m * n * (2 * b + g);  // whole vectors, combined
   switch (how.alg) {
     case algorithm::linear:
       switch (what) {
@@ -90,10 +97,11 @@ double cost_model::time_us(collective what, const choice& how, std::uint64_t ran
     case algorithm::recursive_multiplying:
       switch (what) {
         case collective::allgather:
-          return rm.main * exchange + (p - 1) * n * b + (rm.ranges ? 2 * a + p * n * b : 0);
+          // Members' blocks in, everyone's out.
+          return rm.main * exchange + (p - 1) * n * b + ranges_latency + m * (n + p * n) * b;
         case collective::bcast:  // a k-nomial scatter, then the allgather of n / p each
           return l * tree + n * (p - 1) / p * b + rm.main * exchange + n * (p - 1) / p * b +
-                 (rm.ranges ? 2 * a + n * b : 0);
+                 ranges_latency + m * (n / p + n) * b;
         case collective::allreduce:
           return rm.main * (exchange + km1 * n * (b + g)) + fold;
         default:

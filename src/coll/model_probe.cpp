@@ -91,8 +91,10 @@ cost_model probe_model(links& l, int tag) {
     std::vector<std::byte> buffer(large);
     const int peer = rank == 0 ? partner : 0;
     // Rank 0 posts `burst` messages of `bytes` at once (distinct 8-byte pieces of the
-    // buffer when there are several), the partner posts as many receives, then answers
-    // with one: the round trip of a round in which one rank posts `burst` messages. The
+    // buffer and tags tag ... tag + burst - 1 when there are several: one transfer per
+    // tag and direction in a round, as links require), the partner posts as many
+    // receives, then answers with one: the round trip of a round in which one rank posts
+    // `burst` messages. The
     // fastest of `reps`: ranks oversubscribing their cores (or sharing them with other
     // jobs) are descheduled now and then, which a mean would count as link latency.
     constexpr std::size_t burst = 16;
@@ -102,13 +104,13 @@ cost_model probe_model(links& l, int tag) {
         const double start = now_us();
         if (rank == 0) {
           for (std::size_t m = 0; m < messages; ++m)
-            l.send(peer, tag, buffer.data() + m * 8, bytes);
+            l.send(peer, tag + static_cast<int>(m), buffer.data() + m * 8, bytes);
           l.complete();
           l.recv(peer, tag, buffer.data(), bytes);
           l.complete();
         } else {
           for (std::size_t m = 0; m < messages; ++m)
-            l.recv(peer, tag, buffer.data() + m * 8, bytes);
+            l.recv(peer, tag + static_cast<int>(m), buffer.data() + m * 8, bytes);
           l.complete();
           l.send(peer, tag, buffer.data(), bytes);
           l.complete();

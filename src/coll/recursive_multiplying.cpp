@@ -84,7 +84,7 @@ void combine_group(const reduction& op, std::byte* mine, std::uint64_t position,
                    const std::byte* others, std::uint64_t k, std::size_t count, scratch& s) {
   if (count == 0) return;
   const std::size_t bytes = count * op.element_size;
-  if (position == 0 || (k == 2 && op.commutative)) {
+  if (position == 0) {
     for (std::uint64_t slot = 0; slot + 1 < k; ++slot)
       op.combine(op.op, mine, others + slot * bytes, count);
     return;

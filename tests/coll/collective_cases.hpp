@@ -4,12 +4,14 @@
 #pragma once
 
 #include <roam/base/error.hpp>
+#include <roam/coll/commutative.hpp>
 #include <roam/coll/detail/algorithms.hpp>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -151,8 +153,9 @@ class case_runner {
     cd::allreduce(l_, bytes(in), wbytes(out), count, cd::reduction_of<std::uint32_t>(op), c);
     expect(out == sums(count, s), where("allreduce sum", c, count, -1));
   }
-  /// Every rank gets the same bits, though floating-point sums depend on their order: a
-  /// group member must not combine its own part first where another combines it second.
+  /// Every rank gets the same bits, though floating-point sums depend on their order, and
+  /// a max that keeps its first NaN commutes only mathematically: a group member must not
+  /// combine its own part first where another combines it second.
   void allreduce_same_bits(const choice& c, std::size_t count) {
     const int s = salt();
     std::vector<double> in(count), out(count);
@@ -161,12 +164,22 @@ class case_runner {
               static_cast<double>(value_of(me_, i, s + 1) | 1u);
     const std::plus<> op;
     cd::allreduce(l_, bytes(in), wbytes(out), count, cd::reduction_of<double>(op), c);
+    same_bits_everywhere(out, c, "allreduce of doubles: the same bits on every rank");
+    for (std::size_t i = 0; i < count; ++i)
+      in[i] = me_ % 2 == 1 ? std::numeric_limits<double>::quiet_NaN() : in[i];
+    const roam::coll::commutative first_nan_max{
+        [](double a, double b) { return a < b ? b : a; }};  // max(1, NaN) = 1, max(NaN, 1) NaN
+    cd::allreduce(l_, bytes(in), wbytes(out), count, cd::reduction_of<double>(first_nan_max), c);
+    same_bits_everywhere(out, c, "allreduce of a max keeping NaNs: the same bits on every rank");
+  }
+  void same_bits_everywhere(const std::vector<double>& out, const choice& c, const char* what) {
+    const std::size_t count = out.size();
     std::vector<double> everyone(count * static_cast<std::size_t>(p_));
     cd::allgather(l_, bytes(out), wbytes(everyone), count * sizeof(double), {algorithm::linear, 0});
     bool same = true;
     for (std::size_t i = 0; i < everyone.size(); ++i)
       same = same && std::memcmp(&everyone[i], &everyone[i % count], sizeof(double)) == 0;
-    expect(same, where("allreduce of doubles: the same bits on every rank", c, count, -1));
+    expect(same, where(what, c, count, -1));
   }
   void reduce_affine(const choice& c, std::size_t count, int root) {
     const int s = salt();
