@@ -398,10 +398,33 @@ for c in colls:
         self.assertEqual(by[("allreduce", "k_ring:1")]["mpi"], "ring")
         self.assertEqual(by[("allgather", "k_ring:1")]["sizes"], [8, 64])
 
+    def test_the_points_where_open_mpi_runs_another_algorithm(self):
+        c = fixed_radix.compared
+        self.assertFalse(c("bcast", "scatter_allgather", 8, 56))  # 7 doubles, 8 ranks
+        self.assertTrue(c("bcast", "scatter_allgather", 8, 64))
+        self.assertFalse(c("allreduce", "ring", 4, 8))
+        self.assertTrue(c("allreduce", "rabenseifner", 6, 32))  # 4 doubles, 4 = pof2(6)
+        self.assertFalse(c("allreduce", "rabenseifner", 6, 24))
+        self.assertFalse(c("allgather", "recursive_doubling", 6, 1 << 20))  # Bruck's instead
+        self.assertTrue(c("allgather", "recursive_doubling", 8, 8))
+        self.assertTrue(c("bcast", "binomial", 3, 8))
+
     def test_a_failing_run_names_its_command(self):
         with self.assertRaisesRegex(RuntimeError, "false -n 4 bench --grid"):
             fixed_radix.run_pair("bench", 4, "knomial:2", {"bcast": (6, "binomial")}, [8], 1,
                                  1.0, "false")
+
+
+class DefaultsModel(unittest.TestCase):
+    def test_refused_without_a_table_or_a_bench(self):
+        import contextlib
+        import io
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            status = cli.main(["evaluate", "--simulated", "--baselines-only", "--nodes", "16",
+                               "--ppn", "1", "--sizes", "8", "--collectives", "bcast",
+                               "--defaults-model", "2,1e-4,3e-5,0.2"])
+        self.assertNotEqual(status, 0)
+        self.assertIn("--defaults-model is for --table", err.getvalue())
 
 
 class BaselinesOnly(unittest.TestCase):

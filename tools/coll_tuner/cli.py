@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -44,7 +45,7 @@ def floats(text):
         out = [float(x) for x in text.split(",")]
     except ValueError:
         out = []
-    if len(out) not in (3, 4) or any(not x >= 0 for x in out):
+    if len(out) not in (3, 4) or any(not (x >= 0 and math.isfinite(x)) for x in out):
         raise argparse.ArgumentTypeError(
             f"expected ALPHA,BETA,GAMMA[,OVERHEAD] (non-negative numbers): '{text}'")
     return out
@@ -345,6 +346,11 @@ def cmd_evaluate(args):
     else:
         raise ValueError("evaluate what: --table FILE or --simulated")
     have_bench = os.path.isfile(args.bench)
+    if args.defaults_model and (args.simulated or not have_bench):
+        raise ValueError("--defaults-model judges a measured table (--table) and needs "
+                         f"bench_coll (--bench; {args.bench} is not there)" if not args.simulated
+                         else "--defaults-model is for --table: the simulated grid's defaults "
+                              "come from the simulated machine's own model")
     max_ranks = max(max(s.rank_values()) for s in spaces.values())
     tuned = {c: [] for c in collectives}
     docs = []

@@ -26,17 +26,31 @@ PAIRS = (
                   "bcast": (9, "scatter_allgather_ring")}),
     ("reduce_scatter_allgather:2", {"allreduce": (6, "rabenseifner")}),
 )
-# Open MPI's scatter-allgather broadcasts, ring allreduce and Rabenseifner allreduce run
-# another algorithm (binomial tree, recursive doubling, linear) when the vector has fewer
-# elements than ranks (bench_coll's vectors are doubles): no pair there.
-FALLS_BACK = {("bcast", "scatter_allgather"), ("bcast", "scatter_allgather_ring"),
-              ("allreduce", "ring"), ("allreduce", "rabenseifner")}
+# Where Open MPI 4.1 runs another algorithm than the one forced (coll/base): the
+# scatter-allgather broadcasts run its linear one with fewer elements than ranks, the ring
+# allreduce recursive doubling with fewer elements than ranks, Rabenseifner's allreduce
+# the linear one with fewer elements than the largest power of two not above P, and the
+# recursive-doubling allgather Bruck's on a rank count that is not a power of two.
+# bench_coll's vectors are doubles. No pair at those points.
 ELEMENT_BYTES = 8
+
+
+def pow2_floor(n):
+    return 1 << (n.bit_length() - 1)
 
 
 def compared(collective, mpi_name, ranks, nbytes):
     """Whether Open MPI runs its algorithm `mpi_name` for `collective` at this point."""
-    return (collective, mpi_name) not in FALLS_BACK or nbytes // ELEMENT_BYTES >= ranks
+    elements = nbytes // ELEMENT_BYTES
+    if collective == "bcast" and mpi_name in ("scatter_allgather", "scatter_allgather_ring"):
+        return elements >= ranks
+    if collective == "allreduce" and mpi_name == "ring":
+        return elements >= ranks
+    if collective == "allreduce" and mpi_name == "rabenseifner":
+        return elements >= pow2_floor(ranks)
+    if collective == "allgather" and mpi_name == "recursive_doubling":
+        return ranks == pow2_floor(ranks)
+    return True
 
 
 def run_pair(bench, ranks, choice, forced, sizes, runs, target_ms, mpiexec):
@@ -100,6 +114,7 @@ def report(rows, repeats, as_json):
     print("| ranks | collective | roam | Open MPI | " + " | ".join(f"{s} B" for s in sizes)
           + " | geomean |")
     print("|---" * (5 + len(sizes)) + "|")
+    rows = [r for r in rows if r["median"]]  # a pair Open MPI never ran at these points
     for r in rows:
         at = {s: (m, lo, hi) for s, m, lo, hi in zip(r["sizes"], r["median"], r["low"],
                                                       r["high"])}
@@ -107,9 +122,12 @@ def report(rows, repeats, as_json):
                  for s in sizes]
         print(f"| {r['ranks']} | {r['collective']} | {r['roam']} | {r['mpi']} | "
               + " | ".join(cells) + f" | {geomean(r['median']):.3f} |")
-    every = [m for r in rows for m in r["median"]]
-    print(f"\ngeometric mean of the medians {geomean(every):.3f}; worst "
-          f"{max(every):.2f}; per pair worst geomean "
-          f"{max(geomean(r['median']) for r in rows):.3f}")
+    every = [m for r in shown for m in r["median"]]
+    if every:
+        print(f"\ngeometric mean of the medians {geomean(every):.3f}; worst "
+              f"{max(every):.2f}; per pair worst geomean "
+              f"{max(geomean(r['median']) for r in shown):.3f}")
+    else:
+        print("\nOpen MPI ran none of the fixed-radix algorithms at these sizes and ranks")
     if as_json:
         print(json.dumps({"bench": "coll_fixed_radix", "pairs": rows}, separators=(",", ":")))
