@@ -53,12 +53,13 @@ bool fold_into_leader(links& l, const participants& parts, std::byte* out, std::
                       const reduction& op);
 void share_from_leader(links& l, const participants& parts, std::byte* out, std::size_t bytes);
 /// A group's k parts of `count` elements combined in member order into `mine`, member
-/// `position`'s part; `others` holds the other members' parts in member order. Every
-/// member computes the same expression, so that all get the same bits (an operator that
-/// commutes mathematically may not bitwise: a max that keeps its first NaN): in place when
-/// this member's part comes first, else through `s`.
-void combine_group(const reduction& op, std::byte* mine, std::uint64_t position,
-                   const std::byte* others, std::uint64_t k, std::size_t count, scratch& s);
+/// `position`'s part; `others` holds the other members' parts in member order and is
+/// overwritten. Every member computes the same expression, so that all get the same bits
+/// (an operator that commutes mathematically may not bitwise: a max that keeps its first
+/// NaN): in `mine` when this member's part comes first, else in member 0's part, copied to
+/// `mine` at the end.
+void combine_group(const reduction& op, std::byte* mine, std::uint64_t position, std::byte* others,
+                   std::uint64_t k, std::size_t count);
 void recursive_multiplying_allreduce(links& l, const std::byte* in, std::byte* out,
                                      std::size_t count, const reduction& r, unsigned k);
 

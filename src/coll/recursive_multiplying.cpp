@@ -80,8 +80,8 @@ bool fold_into_leader(links& l, const participants& parts, std::byte* out, std::
   return true;
 }
 
-void combine_group(const reduction& op, std::byte* mine, std::uint64_t position,
-                   const std::byte* others, std::uint64_t k, std::size_t count, scratch& s) {
+void combine_group(const reduction& op, std::byte* mine, std::uint64_t position, std::byte* others,
+                   std::uint64_t k, std::size_t count) {
   if (count == 0) return;
   const std::size_t bytes = count * op.element_size;
   if (position == 0) {
@@ -89,11 +89,10 @@ void combine_group(const reduction& op, std::byte* mine, std::uint64_t position,
       op.combine(op.op, mine, others + slot * bytes, count);
     return;
   }
-  std::byte* const result = s.get(bytes);
-  std::memcpy(result, others, bytes);  // member 0's part
+  // Member 0's part, received into `others`, takes the rest in member order.
   for (std::uint64_t j = 1, slot = 1; j < k; ++j)
-    op.combine(op.op, result, j == position ? mine : others + slot++ * bytes, count);
-  std::memcpy(mine, result, bytes);
+    op.combine(op.op, others, j == position ? mine : others + slot++ * bytes, count);
+  std::memcpy(mine, others, bytes);
 }
 
 void share_from_leader(links& l, const participants& parts, std::byte* out, std::size_t bytes) {
@@ -117,7 +116,7 @@ void recursive_multiplying_allreduce(links& l, const std::byte* in, std::byte* o
   const participants parts(p, k);
   if (fold_into_leader(l, parts, out, count, op)) {
     const std::uint64_t i = parts.range_of(static_cast<std::uint64_t>(l.rank()));
-    scratch received, combined;
+    scratch received;
     std::byte* const others = received.get((k - 1) * bytes);
     int round = 0;
     for (std::uint64_t d = 1; d < parts.q; d *= k, ++round) {
@@ -131,7 +130,7 @@ void recursive_multiplying_allreduce(links& l, const std::byte* in, std::byte* o
       }
       l.complete();
       // The group's runs in rank order: peer j's, with this rank's own in its place.
-      combine_group(op, out, i / d % k, others, k, count, combined);
+      combine_group(op, out, i / d % k, others, k, count);
     }
   }
   share_from_leader(l, parts, out, bytes);

@@ -36,7 +36,7 @@ void reduce_scatter_allgather_allreduce(links& l, const std::byte* in, std::byte
     const std::uint64_t i = parts.range_of(static_cast<std::uint64_t>(l.rank()));
     // The segment each round splits: the whole vector, then this participant's part of it.
     std::vector<segment> shared;
-    scratch received_buffer, combined;
+    scratch received_buffer;
     segment mine{0, count};
     int round = 0;
     for (std::uint64_t d = 1; d < parts.q; d *= k, ++round) {
@@ -55,7 +55,7 @@ void reduce_scatter_allgather_allreduce(links& l, const std::byte* in, std::byte
       }
       l.complete();
       // Member order: member j's part, with this participant's own in its place.
-      combine_group(op, out + keep.first * size, position, received, k, keep.count, combined);
+      combine_group(op, out + keep.first * size, position, received, k, keep.count);
       mine = keep;
     }
     // Backwards: in round s each member holds its reduced part of the shared segment and
