@@ -409,6 +409,27 @@ for c in colls:
         self.assertTrue(c("allgather", "recursive_doubling", 8, 8))
         self.assertTrue(c("bcast", "binomial", 3, 8))
 
+    def test_the_report_skips_pairs_without_points_and_ends_with_json(self):
+        import contextlib
+        import io
+        rows = [{"ranks": 4, "collective": "allreduce", "roam": "k_ring:1", "mpi": "ring",
+                 "sizes": [], "median": [], "low": [], "high": []},
+                {"ranks": 4, "collective": "bcast", "roam": "knomial:2", "mpi": "binomial",
+                 "sizes": [8, 64], "median": [1.0, 4.0], "low": [0.5, 3.0], "high": [2.0, 5.0]}]
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            fixed_radix.report(rows, 3, True)
+        lines = out.getvalue().splitlines()
+        self.assertNotIn("ring", "".join(l for l in lines if l.startswith("|")))
+        self.assertIn("| 4 | bcast | knomial:2 | binomial | 1.00 [0.50, 2.00] | 4.00 [3.00, 5.00] "
+                      "| 2.000 |", lines)
+        self.assertIn("geometric mean of the medians 2.000; worst 4.00", out.getvalue())
+        self.assertEqual(json.loads(lines[-1])["pairs"], rows)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            fixed_radix.report(rows[:1], 3, False)
+        self.assertIn("Open MPI ran none", out.getvalue())
+
     def test_a_failing_run_names_its_command(self):
         with self.assertRaisesRegex(RuntimeError, "false -n 4 bench --grid"):
             fixed_radix.run_pair("bench", 4, "knomial:2", {"bcast": (6, "binomial")}, [8], 1,

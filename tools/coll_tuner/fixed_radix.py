@@ -114,8 +114,8 @@ def report(rows, repeats, as_json):
     print("| ranks | collective | roam | Open MPI | " + " | ".join(f"{s} B" for s in sizes)
           + " | geomean |")
     print("|---" * (5 + len(sizes)) + "|")
-    rows = [r for r in rows if r["median"]]  # a pair Open MPI never ran at these points
-    for r in rows:
+    shown = [r for r in rows if r["median"]]  # not a pair Open MPI never ran at these points
+    for r in shown:
         at = {s: (m, lo, hi) for s, m, lo, hi in zip(r["sizes"], r["median"], r["low"],
                                                       r["high"])}
         cells = [f"{at[s][0]:.2f} [{at[s][1]:.2f}, {at[s][2]:.2f}]" if s in at else "—"
