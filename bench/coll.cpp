@@ -22,12 +22,12 @@
 #include "coll_candidates.hpp"
 
 #include <roam/base/error.hpp>
+#include <roam/coll/detail/model_probe.hpp>
 #include <roam/coll/mpi.hpp>
 
 #include <mpi.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <iostream>
@@ -231,21 +231,17 @@ bool run_grid(const std::vector<collective>& which, const std::vector<long>& siz
 }
 
 /// --default-choices: the rules' choice for each query line of stdin, without MPI.
-int print_default_choices(const std::vector<double>& model, const std::string& rules_file) {
+int print_default_choices(const std::string& model, const std::string& rules_file) {
   std::optional<roam::coll::tuning_rules> rules;
   try {
     if (!rules_file.empty()) {
       rules = roam::coll::tuning_rules::load(rules_file);
-    } else if ((model.size() == 3 || model.size() == 4) &&
-               std::all_of(model.begin(), model.end(),
-                           [](double v) { return std::isfinite(v) && v >= 0; })) {
-      roam::coll::cost_model m{model[0], model[1], model[2]};
-      if (model.size() == 4) m.overhead_us = model[3];
-      rules = roam::coll::rules_from(m);
+    } else if (!model.empty()) {
+      rules = roam::coll::rules_from(roam::coll::detail::parse_cost_model(model, "--model"));
     } else {
       std::fprintf(stderr,
                    "bench_coll: --default-choices needs --model ALPHA,BETA,GAMMA[,OVERHEAD] "
-                   "(finite non-negative µs, µs per byte, µs per byte, µs) or --rules FILE\n");
+                   "(µs, µs per byte, µs per byte, µs) or --rules FILE\n");
       return 2;
     }
   } catch (const roam::config_error& e) {
@@ -285,7 +281,7 @@ int main(int argc, char** argv) {
   long runs = 5;
   double target_ms = 20;
   std::vector<std::string> collective_names{"bcast", "reduce", "allgather", "allreduce"}, filter;
-  std::vector<double> model;
+  std::string model;
   std::string rules_file;
   roam_bench::options options("coll");
   options.flag("--json", json, "print one JSON object as the last line")

@@ -94,9 +94,9 @@ cost_model probe_model(links& l, int tag) {
     // buffer and tags tag ... tag + burst - 1 when there are several: one transfer per
     // tag and direction in a round, as links require), the partner posts as many
     // receives, then answers with one: the round trip of a round in which one rank posts
-    // `burst` messages. The
-    // fastest of `reps`: ranks oversubscribing their cores (or sharing them with other
-    // jobs) are descheduled now and then, which a mean would count as link latency.
+    // `burst` messages. The fastest of `reps`: ranks oversubscribing their cores (or
+    // sharing them with other jobs) are descheduled now and then, which a mean would
+    // count as link latency.
     constexpr std::size_t burst = 16;
     auto round_trip_us = [&](std::size_t bytes, std::size_t messages, int reps) {
       double fastest = std::numeric_limits<double>::infinity();

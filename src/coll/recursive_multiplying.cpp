@@ -129,7 +129,6 @@ void recursive_multiplying_allreduce(links& l, const std::byte* in, std::byte* o
         l.recv(to, tag_of(phase::main, round), others + slot++ * bytes, bytes);
       }
       l.complete();
-      // The group's runs in rank order: peer j's, with this rank's own in its place.
       combine_group(op, out, i / d % k, others, k, count);
     }
   }

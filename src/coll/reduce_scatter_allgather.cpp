@@ -54,7 +54,6 @@ void reduce_scatter_allgather_allreduce(links& l, const std::byte* in, std::byte
                    keep.count * size);
       }
       l.complete();
-      // Member order: member j's part, with this participant's own in its place.
       combine_group(op, out + keep.first * size, position, received, k, keep.count);
       mine = keep;
     }

@@ -14,6 +14,7 @@ import statistics
 import subprocess
 
 from . import dataset
+from .space import is_pow2
 
 # roam's choice, then {collective: Open MPI's tuned algorithm id of its fixed-radix version}.
 PAIRS = (
@@ -49,7 +50,7 @@ def compared(collective, mpi_name, ranks, nbytes):
     if collective == "allreduce" and mpi_name == "rabenseifner":
         return elements >= pow2_floor(ranks)
     if collective == "allgather" and mpi_name == "recursive_doubling":
-        return ranks == pow2_floor(ranks)
+        return is_pow2(ranks)
     return True
 
 
@@ -99,13 +100,6 @@ def measure(bench, ranks_list, sizes, runs, target_ms, repeats, mpiexec, log):
     return rows
 
 
-def geomean(values):
-    product = 1.0
-    for v in values:
-        product *= v
-    return product ** (1.0 / len(values))
-
-
 def report(rows, repeats, as_json):
     print(f"roam's generalized algorithm at its default radix over Open MPI's fixed-radix "
           f"version (median of {repeats} runs, [range]; below 1: roam faster; —: Open MPI "
@@ -121,12 +115,12 @@ def report(rows, repeats, as_json):
         cells = [f"{at[s][0]:.2f} [{at[s][1]:.2f}, {at[s][2]:.2f}]" if s in at else "—"
                  for s in sizes]
         print(f"| {r['ranks']} | {r['collective']} | {r['roam']} | {r['mpi']} | "
-              + " | ".join(cells) + f" | {geomean(r['median']):.3f} |")
+              + " | ".join(cells) + f" | {statistics.geometric_mean(r['median']):.3f} |")
     every = [m for r in shown for m in r["median"]]
     if every:
-        print(f"\ngeometric mean of the medians {geomean(every):.3f}; worst "
+        print(f"\ngeometric mean of the medians {statistics.geometric_mean(every):.3f}; worst "
               f"{max(every):.2f}; per pair worst geomean "
-              f"{max(geomean(r['median']) for r in shown):.3f}")
+              f"{max(statistics.geometric_mean(r['median']) for r in shown):.3f}")
     else:
         print("\nOpen MPI ran none of the fixed-radix algorithms at these sizes and ranks")
     if as_json:
