@@ -48,7 +48,8 @@ const char* to_string(errc code) noexcept {
                                           "device",
                                           "out_of_device_memory",
                                           "checkpoint",
-                                          "communication"};
+                                          "communication",
+                                          "global_memory"};
   return detail::enum_name(code, names);
 }
 

@@ -32,6 +32,7 @@ TEST(Errors, EveryErrorDerivesFromTheRootWithItsCode) {
   expect_error<roam::checkpoint_error>(roam::errc::checkpoint);
   EXPECT_STREQ(roam::to_string(roam::errc::checkpoint), "checkpoint");
   EXPECT_STREQ(roam::to_string(roam::errc::communication), "communication");
+  EXPECT_STREQ(roam::to_string(roam::errc::global_memory), "global_memory");
   // A device error is a roam::error and still a std::runtime_error.
   try {
     throw roam::out_of_device_memory("no room");

@@ -21,6 +21,7 @@ enum class errc : std::uint8_t {
   out_of_device_memory,  ///< a device has no room for an allocation
   checkpoint,            ///< a checkpoint cannot be written, or read back
   communication,         ///< a transfer between ranks failed (an MPI call returned an error)
+  global_memory,         ///< a global pointer is null, freed, stale or out of bounds, or a heap is full
 };
 
 /// The code's name ("config", "usage", ...).
@@ -122,6 +123,15 @@ class out_of_device_memory : public device_error {
   /// An error with code errc::out_of_device_memory.
   explicit out_of_device_memory(std::string_view message)
       : device_error(errc::out_of_device_memory, message) {}
+};
+
+/// A global-memory operation named memory that is not there: a null, freed or stale
+/// roam::global_ptr, a range beyond its allocation, or an allocation that does not fit in
+/// its node's heap. message() names the pointer, the node and the operation.
+class memory_error : public error {
+ public:
+  /// An error with code errc::global_memory.
+  explicit memory_error(std::string_view message) : error(errc::global_memory, message) {}
 };
 
 }  // namespace roam

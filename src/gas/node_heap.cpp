@@ -1,0 +1,122 @@
+// One node's global heap: first fit over a map of free ranges, coalesced on release.
+#include "node_heap.hpp"
+
+#include <roam/base/error.hpp>
+
+#include <string>
+
+namespace roam::gas::detail {
+
+namespace {
+
+std::uint64_t round_up(std::uint64_t n, std::uint64_t to) { return (n + to - 1) / to * to; }
+
+}  // namespace
+
+node_heap::node_heap(node_id owner, std::byte* base, std::uint64_t bytes,
+                     std::uint32_t max_allocations)
+    : owner_(owner), base_(base), bytes_(bytes / alignment * alignment) {
+  table_.resize(std::size_t{max_allocations} + 1);
+  for (std::uint32_t s = 1; s <= max_allocations; ++s) free_slots_.push_back(s);
+  if (bytes_ != 0) free_ranges_.emplace(0, bytes_);
+}
+
+node_heap::block node_heap::allocate(std::uint64_t bytes) {
+  // An empty allocation still takes a line, so that its pointer is distinct.
+  const std::uint64_t span = bytes == 0 ? alignment : round_up(bytes, alignment);
+  std::lock_guard guard(lock_);
+  auto range = free_ranges_.begin();  // first fit
+  while (range != free_ranges_.end() && range->second < span) ++range;
+  if (span < bytes || range == free_ranges_.end() || free_slots_.empty())
+    throw memory_error(
+        "roam::gas::allocate: node " + std::to_string(owner_) + " cannot hold " +
+        std::to_string(bytes) + " more bytes: " + std::to_string(in_use_) + " of its " +
+        std::to_string(bytes_) + " heap bytes and " + std::to_string(live_) + " of its " +
+        std::to_string(table_.size() - 1) +
+        " allocations are in use (--roam-gas-heap and --roam-gas-max-allocations set them)");
+  const std::uint64_t at = range->first, left = range->second - span;
+  free_ranges_.erase(range);
+  if (left != 0) free_ranges_.emplace(at + span, left);
+  const std::uint32_t slot = free_slots_.front();
+  free_slots_.pop_front();
+  entry& e = table_[slot];
+  e.offset = at;
+  e.bytes = bytes;
+  e.span = span;
+  e.live = true;
+  in_use_ += span;
+  ++live_;
+  return {slot, e.generation, at, bytes};
+}
+
+const node_heap::entry* node_heap::live_entry(std::uint32_t slot, std::uint16_t generation) const {
+  if (slot == 0 || slot >= table_.size()) return nullptr;
+  const entry& e = table_[slot];
+  return e.live && e.generation == generation ? &e : nullptr;
+}
+
+void node_heap::release(std::uint32_t slot, std::uint16_t generation) {
+  std::lock_guard guard(lock_);
+  const entry* found = live_entry(slot, generation);
+  if (!found)
+    throw memory_error("roam::gas::deallocate: allocation " + std::to_string(slot) + "." +
+                       std::to_string(generation) + " on node " + std::to_string(owner_) +
+                       (slot == 0 ? " is the null pointer's"
+                                  : " is not allocated (freed already, or never allocated)"));
+  entry& e = table_[slot];
+  give_back(e.offset, e.span);
+  in_use_ -= e.span;
+  --live_;
+  e.live = false;
+  ++e.generation;  // wraps: see the class comment
+  free_slots_.push_back(slot);
+}
+
+void node_heap::give_back(std::uint64_t offset, std::uint64_t span) {
+  auto next = free_ranges_.lower_bound(offset);
+  if (next != free_ranges_.begin()) {
+    auto before = std::prev(next);
+    if (before->first + before->second == offset) {
+      offset = before->first;
+      span += before->second;
+      free_ranges_.erase(before);
+    }
+  }
+  if (next != free_ranges_.end() && offset + span == next->first) {
+    span += next->second;
+    free_ranges_.erase(next);
+  }
+  free_ranges_.emplace(offset, span);
+}
+
+std::byte* node_heap::resolve(std::uint32_t slot, std::uint16_t generation, std::uint64_t offset,
+                              std::uint64_t bytes, const char* operation) const {
+  std::lock_guard guard(lock_);
+  const entry* e = live_entry(slot, generation);
+  const std::string where = "allocation " + std::to_string(slot) + "." +
+                            std::to_string(generation) + " on node " + std::to_string(owner_);
+  if (slot == 0)
+    throw memory_error(std::string("roam::gas::") + operation + ": the pointer is null");
+  if (!e)
+    throw memory_error(std::string("roam::gas::") + operation + ": " + where +
+                       " is not allocated (freed, or its slot reused since)");
+  if (offset < e->offset || offset - e->offset > e->bytes ||
+      bytes > e->bytes - (offset - e->offset))
+    throw memory_error(std::string("roam::gas::") + operation + ": bytes [" +
+                       std::to_string(offset) + ", " + std::to_string(offset + bytes) + ") leave " +
+                       where + ", bytes [" + std::to_string(e->offset) + ", " +
+                       std::to_string(e->offset + e->bytes) + ")");
+  return base_ + offset;
+}
+
+std::uint64_t node_heap::bytes_in_use() const {
+  std::lock_guard guard(lock_);
+  return in_use_;
+}
+
+std::uint32_t node_heap::live_allocations() const {
+  std::lock_guard guard(lock_);
+  return live_;
+}
+
+}  // namespace roam::gas::detail

@@ -1,0 +1,81 @@
+// One node's global heap: a fixed arena cut into allocations, and the table that names them.
+#pragma once
+
+#include <roam/transport/node_id.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace roam::gas::detail {
+
+/// The allocations of one node's heap. An allocation is named by a slot of a fixed table
+/// and the slot's generation: releasing it bumps the generation, so a pointer kept after
+/// the release (or after the slot is reused) no longer resolves. Freed slots are reused
+/// first in, first out, as late as the table allows; a stale pointer resolves wrongly only
+/// after 65536 reuses of its slot.
+///
+/// Why not malloc: the heap's memory must be one region known at start-up (an MPI window
+/// exposes it to other processes), and offsets, not addresses, travel in pointers.
+///
+/// Threading: every member may be called from any thread; a mutex guards the table and
+/// the free list. resolve() does not keep the allocation alive: the caller orders its
+/// access with release() (the runtime does so with a grace period).
+class node_heap {
+ public:
+  /// Alignment of every allocation (a cache line: no false sharing between allocations).
+  static constexpr std::size_t alignment = 64;
+
+  /// A heap over `bytes` bytes at `base` (owned by the caller), with at most
+  /// `max_allocations` live allocations, for node `owner` (named in errors).
+  node_heap(node_id owner, std::byte* base, std::uint64_t bytes, std::uint32_t max_allocations);
+
+  struct block {
+    std::uint32_t slot = 0;
+    std::uint16_t generation = 0;
+    std::uint64_t offset = 0;  ///< in the heap, a multiple of `alignment`
+    std::uint64_t bytes = 0;
+  };
+  /// `bytes` (0 is allowed: a distinct, empty allocation); roam::memory_error when the heap
+  /// has no free range that large or the table no free slot.
+  block allocate(std::uint64_t bytes);
+  /// Frees the allocation; roam::memory_error when (slot, generation) is not live (freed
+  /// already, never allocated, or a slot reused since).
+  void release(std::uint32_t slot, std::uint16_t generation);
+  /// The address of [offset, offset + bytes) in the live allocation (slot, generation);
+  /// roam::memory_error naming `operation` when the allocation is not live or the range
+  /// leaves it.
+  std::byte* resolve(std::uint32_t slot, std::uint16_t generation, std::uint64_t offset,
+                     std::uint64_t bytes, const char* operation) const;
+
+  std::uint64_t bytes_in_use() const;
+  std::uint32_t live_allocations() const;
+  std::uint64_t capacity() const noexcept { return bytes_; }
+
+ private:
+  struct entry {
+    std::uint64_t offset = 0;
+    std::uint64_t bytes = 0;  ///< as asked
+    std::uint64_t span = 0;   ///< as taken from the free list (rounded up)
+    std::uint16_t generation = 0;
+    bool live = false;
+  };
+  /// The entry of a live (slot, generation), or nullptr. Under lock_.
+  const entry* live_entry(std::uint32_t slot, std::uint16_t generation) const;
+  void give_back(std::uint64_t offset, std::uint64_t span);
+
+  node_id owner_;
+  std::byte* base_;
+  std::uint64_t bytes_;
+  mutable std::mutex lock_;
+  std::vector<entry> table_;                            // slot 0 unused: the null pointer's
+  std::deque<std::uint32_t> free_slots_;                // first in, first out
+  std::map<std::uint64_t, std::uint64_t> free_ranges_;  // offset -> length, coalesced
+  std::uint64_t in_use_ = 0;
+  std::uint32_t live_ = 0;
+};
+
+}  // namespace roam::gas::detail
