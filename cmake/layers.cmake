@@ -5,7 +5,7 @@
 # header (src/<layer>/). Each layer's list names its direct dependencies; the layers below
 # those are allowed through them. "roam" is the umbrella: roam/roam.hpp and the interface
 # library roam (every layer of roam proper).
-set(ROAM_LAYERS base trace transport core task coll am mobile lb checkpoint hetero hetero_mobile)
+set(ROAM_LAYERS base trace transport core task coll am gas mobile lb checkpoint hetero hetero_mobile)
 set(ROAM_LAYER_DEPENDS_base "")
 set(ROAM_LAYER_DEPENDS_trace base)
 set(ROAM_LAYER_DEPENDS_transport base)
@@ -13,12 +13,13 @@ set(ROAM_LAYER_DEPENDS_core transport trace)
 set(ROAM_LAYER_DEPENDS_task core)
 set(ROAM_LAYER_DEPENDS_coll base)
 set(ROAM_LAYER_DEPENDS_am task coll)
+set(ROAM_LAYER_DEPENDS_gas am)
 set(ROAM_LAYER_DEPENDS_mobile am)
 set(ROAM_LAYER_DEPENDS_lb mobile)
 set(ROAM_LAYER_DEPENDS_checkpoint mobile)
 set(ROAM_LAYER_DEPENDS_hetero base)
 set(ROAM_LAYER_DEPENDS_hetero_mobile roam hetero)
-set(ROAM_LAYER_DEPENDS_roam lb checkpoint coll)
+set(ROAM_LAYER_DEPENDS_roam lb checkpoint coll gas)
 
 # The graph as arguments of tools/check_layers.py: --layer NAME=DEP1,DEP2 ...
 set(ROAM_LAYER_GRAPH_ARGS "")

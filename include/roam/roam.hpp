@@ -14,6 +14,13 @@
 #include <roam/coll/commutative.hpp>
 #include <roam/core/config.hpp>
 #include <roam/core/runtime.hpp>
+#include <roam/gas/allocate.hpp>
+#include <roam/gas/atomics.hpp>
+#include <roam/gas/counter.hpp>
+#include <roam/gas/distributed_array.hpp>
+#include <roam/gas/gas_settings.hpp>
+#include <roam/gas/gvar.hpp>
+#include <roam/gas/one_sided.hpp>
 #include <roam/lb/policy.hpp>
 #include <roam/mobile/lifecycle.hpp>
 #include <roam/mobile/mobile_ptr.hpp>

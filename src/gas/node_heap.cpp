@@ -14,8 +14,8 @@ std::uint64_t round_up(std::uint64_t n, std::uint64_t to) { return (n + to - 1) 
 }  // namespace
 
 node_heap::node_heap(node_id owner, std::byte* base, std::uint64_t bytes,
-                     std::uint32_t max_allocations)
-    : owner_(owner), base_(base), bytes_(bytes / alignment * alignment) {
+                     std::uint32_t max_allocations, std::uint32_t slot_tag)
+    : owner_(owner), slot_tag_(slot_tag), base_(base), bytes_(bytes / alignment * alignment) {
   table_.resize(std::size_t{max_allocations} + 1);
   for (std::uint32_t s = 1; s <= max_allocations; ++s) free_slots_.push_back(s);
   if (bytes_ != 0) free_ranges_.emplace(0, bytes_);
@@ -46,10 +46,12 @@ node_heap::block node_heap::allocate(std::uint64_t bytes) {
   e.live = true;
   in_use_ += span;
   ++live_;
-  return {slot, e.generation, at, bytes};
+  return {slot | slot_tag_, e.generation, at, bytes};
 }
 
 const node_heap::entry* node_heap::live_entry(std::uint32_t slot, std::uint16_t generation) const {
+  if ((slot & symmetric_slot) != slot_tag_) return nullptr;
+  slot &= ~symmetric_slot;
   if (slot == 0 || slot >= table_.size()) return nullptr;
   const entry& e = table_[slot];
   return e.live && e.generation == generation ? &e : nullptr;
@@ -59,17 +61,19 @@ void node_heap::release(std::uint32_t slot, std::uint16_t generation) {
   std::lock_guard guard(lock_);
   const entry* found = live_entry(slot, generation);
   if (!found)
-    throw memory_error("roam::gas::deallocate: allocation " + std::to_string(slot) + "." +
-                       std::to_string(generation) + " on node " + std::to_string(owner_) +
-                       (slot == 0 ? " is the null pointer's"
-                                  : " is not allocated (freed already, or never allocated)"));
-  entry& e = table_[slot];
+    throw memory_error(
+        slot == 0 ? std::string("roam::gas::deallocate: the pointer is null")
+                  : "roam::gas::deallocate: allocation " + std::to_string(slot & ~symmetric_slot) +
+                        ((slot & symmetric_slot) ? "s." : ".") + std::to_string(generation) +
+                        " on node " + std::to_string(owner_) +
+                        " is not allocated (freed already, or never allocated)");
+  entry& e = table_[slot & ~symmetric_slot];
   give_back(e.offset, e.span);
   in_use_ -= e.span;
   --live_;
   e.live = false;
   ++e.generation;  // wraps: see the class comment
-  free_slots_.push_back(slot);
+  free_slots_.push_back(slot & ~symmetric_slot);
 }
 
 void node_heap::give_back(std::uint64_t offset, std::uint64_t span) {
@@ -91,22 +95,41 @@ void node_heap::give_back(std::uint64_t offset, std::uint64_t span) {
 
 std::byte* node_heap::resolve(std::uint32_t slot, std::uint16_t generation, std::uint64_t offset,
                               std::uint64_t bytes, const char* operation) const {
+  {
+    std::lock_guard guard(lock_);
+    const entry* e = live_entry(slot, generation);
+    if (e && offset >= e->offset && offset - e->offset <= e->bytes &&
+        bytes <= e->bytes - (offset - e->offset))
+      return base_ + offset;
+  }
+  refuse(slot, generation, offset, bytes, operation);
+}
+
+node_heap::extent node_heap::extent_of(std::uint32_t slot, std::uint16_t generation,
+                                       const char* operation) const {
+  {
+    std::lock_guard guard(lock_);
+    if (const entry* e = live_entry(slot, generation))
+      return {base_, e->offset, e->offset + e->bytes};
+  }
+  refuse(slot, generation, 0, 0, operation);
+}
+
+void node_heap::refuse(std::uint32_t slot, std::uint16_t generation, std::uint64_t offset,
+                       std::uint64_t bytes, const char* operation) const {
   std::lock_guard guard(lock_);
   const entry* e = live_entry(slot, generation);
-  const std::string where = "allocation " + std::to_string(slot) + "." +
-                            std::to_string(generation) + " on node " + std::to_string(owner_);
+  const std::string where = "allocation " + std::to_string(slot & ~symmetric_slot) +
+                            ((slot & symmetric_slot) ? "s." : ".") + std::to_string(generation) +
+                            " on node " + std::to_string(owner_);
   if (slot == 0)
     throw memory_error(std::string("roam::gas::") + operation + ": the pointer is null");
   if (!e)
     throw memory_error(std::string("roam::gas::") + operation + ": " + where +
                        " is not allocated (freed, or its slot reused since)");
-  if (offset < e->offset || offset - e->offset > e->bytes ||
-      bytes > e->bytes - (offset - e->offset))
-    throw memory_error(std::string("roam::gas::") + operation + ": bytes [" +
-                       std::to_string(offset) + ", " + std::to_string(offset + bytes) + ") leave " +
-                       where + ", bytes [" + std::to_string(e->offset) + ", " +
-                       std::to_string(e->offset + e->bytes) + ")");
-  return base_ + offset;
+  throw memory_error(std::string("roam::gas::") + operation + ": bytes [" + std::to_string(offset) +
+                     ", " + std::to_string(offset + bytes) + ") leave " + where + ", bytes [" +
+                     std::to_string(e->offset) + ", " + std::to_string(e->offset + e->bytes) + ")");
 }
 
 std::uint64_t node_heap::bytes_in_use() const {

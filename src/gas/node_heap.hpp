@@ -29,9 +29,15 @@ class node_heap {
   /// Alignment of every allocation (a cache line: no false sharing between allocations).
   static constexpr std::size_t alignment = 64;
 
+  /// The bit that marks the slots of a symmetric heap (allocations every node makes
+  /// together, at the same offsets): its slots are `symmetric_slot | index`.
+  static constexpr std::uint32_t symmetric_slot = 0x80000000u;
+
   /// A heap over `bytes` bytes at `base` (owned by the caller), with at most
-  /// `max_allocations` live allocations, for node `owner` (named in errors).
-  node_heap(node_id owner, std::byte* base, std::uint64_t bytes, std::uint32_t max_allocations);
+  /// `max_allocations` live allocations, for node `owner` (named in errors); `slot_tag` is
+  /// 0 or symmetric_slot, or'ed into the slots it hands out.
+  node_heap(node_id owner, std::byte* base, std::uint64_t bytes, std::uint32_t max_allocations,
+            std::uint32_t slot_tag = 0);
 
   struct block {
     std::uint32_t slot = 0;
@@ -51,6 +57,23 @@ class node_heap {
   std::byte* resolve(std::uint32_t slot, std::uint16_t generation, std::uint64_t offset,
                      std::uint64_t bytes, const char* operation) const;
 
+  /// The bytes of a live allocation: [begin, end) of the heap, at `base` in memory.
+  struct extent {
+    std::byte* base = nullptr;  ///< the heap's first byte
+    std::uint64_t begin = 0;
+    std::uint64_t end = 0;
+    [[nodiscard]] bool holds(std::uint64_t offset, std::uint64_t bytes) const noexcept {
+      return offset >= begin && offset <= end && bytes <= end - offset;
+    }
+  };
+  /// The extent of the live allocation (slot, generation); roam::memory_error naming
+  /// `operation` when it is not live. For checking many ranges under one lock.
+  extent extent_of(std::uint32_t slot, std::uint16_t generation, const char* operation) const;
+  /// Throws the roam::memory_error that an access to [offset, offset + bytes) of allocation
+  /// (slot, generation) by `operation` deserves (null, not live, or out of bounds).
+  [[noreturn]] void refuse(std::uint32_t slot, std::uint16_t generation, std::uint64_t offset,
+                           std::uint64_t bytes, const char* operation) const;
+
   std::uint64_t bytes_in_use() const;
   std::uint32_t live_allocations() const;
   std::uint64_t capacity() const noexcept { return bytes_; }
@@ -68,6 +91,7 @@ class node_heap {
   void give_back(std::uint64_t offset, std::uint64_t span);
 
   node_id owner_;
+  std::uint32_t slot_tag_;
   std::byte* base_;
   std::uint64_t bytes_;
   mutable std::mutex lock_;

@@ -55,9 +55,12 @@ class call_state final : public shared_state<R>, public reply_target {
       read_value(r, what);
       read_value(r, handler);
       r.expect_end();
-      // The runtime's own errors about the target (a destroyed mobile object) keep their type.
+      // The runtime's own errors about the target (a destroyed mobile object, global memory that
+      // is not allocated) keep their type.
       if (type == "roam::object_error")
         this->set_exception(std::make_exception_ptr(object_error(what)));
+      else if (type == "roam::memory_error")
+        this->set_exception(std::make_exception_ptr(memory_error(what)));
       else
         this->set_exception(std::make_exception_ptr(remote_error(
             type, what, "roam: handler '" + handler + "' threw " + type + ": " + what)));

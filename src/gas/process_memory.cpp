@@ -1,0 +1,89 @@
+// The global heaps of a process: one anonymous mapping, reserved without being committed.
+#include "process_memory.hpp"
+
+#include <roam/base/error.hpp>
+#include <roam/core/detail/node_api.hpp>
+
+#include <sys/mman.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+namespace roam::gas::detail {
+
+namespace {
+
+std::atomic<process_memory*> running{nullptr};
+std::mutex life_lock;          // the nodes of a process are made and destroyed one by one,
+std::size_t life_holders = 0;  // but not necessarily by one thread
+
+void* make_state(roam::detail::node_runtime& n) {
+  std::lock_guard guard(life_lock);
+  if (life_holders++ == 0) {
+    const auto nodes = roam::detail::local_nodes_of(n);
+    running.store(new process_memory(nodes.first, nodes.count,
+                                     roam::detail::settings_of(n).of<gas_settings>()),
+                  std::memory_order_release);
+  }
+  return running.load(std::memory_order_relaxed);
+}
+
+void destroy_state(void*) noexcept {
+  std::lock_guard guard(life_lock);
+  if (--life_holders == 0) delete running.exchange(nullptr, std::memory_order_acq_rel);
+}
+
+// The extension only ties the memory's life to the nodes'; operations find it through
+// `running` (a handler runs on the owner, a direct copy on any thread of the process).
+[[maybe_unused]] const roam::detail::extension_key key = roam::detail::register_node_extension(
+    {.name = "global memory", .order = 45, .make = make_state, .destroy = destroy_state});
+
+std::uint64_t round_to_page(std::uint64_t n) {
+  constexpr std::uint64_t page = 4096;
+  return (n + page - 1) / page * page;
+}
+
+}  // namespace
+
+process_memory::process_memory(node_id first, node_id count, const gas_settings& settings)
+    : first_(first), count_(count), settings_(settings) {
+  const std::uint64_t heap = round_to_page(settings.heap_bytes);
+  const std::uint64_t symmetric = round_to_page(settings.symmetric_heap_bytes);
+  region_bytes_ = static_cast<std::size_t>((heap + symmetric) * count);
+  // MAP_NORESERVE: a heap costs the pages a program touches, not the size reserved.
+  void* region = ::mmap(nullptr, region_bytes_, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (region == MAP_FAILED)
+    throw memory_error(
+        "roam::gas: cannot reserve " + std::to_string(region_bytes_) +
+        " bytes for the global heaps of " + std::to_string(count) +
+        " nodes (--roam-gas-heap and --roam-gas-symmetric-heap per node): " + std::strerror(errno));
+  region_ = static_cast<std::byte*>(region);
+  nodes_.reserve(count);
+  for (node_id k = 0; k < count; ++k) {
+    std::byte* base = region_ + (heap + symmetric) * k;
+    nodes_.push_back(std::unique_ptr<node_state>(
+        new node_state{node_heap(first + k, base, heap, settings.max_allocations),
+                       node_heap(first + k, base + heap, symmetric, settings.max_allocations,
+                                 node_heap::symmetric_slot)}));
+  }
+}
+
+process_memory::~process_memory() { ::munmap(region_, region_bytes_); }
+
+process_memory* process_memory::current() noexcept {
+  return running.load(std::memory_order_acquire);
+}
+
+process_memory& process_memory::require(const char* caller) {
+  process_memory* m = current();
+  if (!m)
+    throw usage_error(std::string(caller) +
+                      " called outside roam::run: global memory exists while the job runs");
+  return *m;
+}
+
+}  // namespace roam::gas::detail
