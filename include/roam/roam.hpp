@@ -21,6 +21,7 @@
 #include <roam/gas/gas_settings.hpp>
 #include <roam/gas/gvar.hpp>
 #include <roam/gas/one_sided.hpp>
+#include <roam/gas/statistics.hpp>
 #include <roam/lb/policy.hpp>
 #include <roam/mobile/lifecycle.hpp>
 #include <roam/mobile/mobile_ptr.hpp>

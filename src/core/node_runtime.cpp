@@ -228,6 +228,10 @@ local_node_range local_nodes_of(node_runtime& n) noexcept {
   return {n.process().net().first_local(), n.process().net().local_count()};
 }
 
+std::unique_ptr<exposed_memory> expose_process_memory(node_runtime& n, std::uint64_t bytes) {
+  return n.process().net().expose(bytes);
+}
+
 const config& settings_of(const node_runtime& n) noexcept {
   return const_cast<node_runtime&>(n).process().settings();
 }

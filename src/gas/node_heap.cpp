@@ -3,13 +3,21 @@
 
 #include <roam/base/error.hpp>
 
+#include <algorithm>
 #include <string>
+#include <utility>
 
 namespace roam::gas::detail {
 
 namespace {
 
 std::uint64_t round_up(std::uint64_t n, std::uint64_t to) { return (n + to - 1) / to * to; }
+
+std::string allocation_name(std::uint32_t slot, std::uint16_t generation, node_id node) {
+  return "allocation " + std::to_string(slot & ~node_heap::symmetric_slot) +
+         ((slot & node_heap::symmetric_slot) ? "s." : ".") + std::to_string(generation) +
+         " on node " + std::to_string(node);
+}
 
 }  // namespace
 
@@ -54,26 +62,57 @@ const node_heap::entry* node_heap::live_entry(std::uint32_t slot, std::uint16_t 
   slot &= ~symmetric_slot;
   if (slot == 0 || slot >= table_.size()) return nullptr;
   const entry& e = table_[slot];
-  return e.live && e.generation == generation ? &e : nullptr;
+  return e.live && !e.leaving && e.generation == generation ? &e : nullptr;
 }
 
-void node_heap::release(std::uint32_t slot, std::uint16_t generation) {
+std::vector<std::uint32_t> node_heap::start_release(std::uint32_t slot, std::uint16_t generation) {
   std::lock_guard guard(lock_);
-  const entry* found = live_entry(slot, generation);
-  if (!found)
-    throw memory_error(
-        slot == 0 ? std::string("roam::gas::deallocate: the pointer is null")
-                  : "roam::gas::deallocate: allocation " + std::to_string(slot & ~symmetric_slot) +
-                        ((slot & symmetric_slot) ? "s." : ".") + std::to_string(generation) +
-                        " on node " + std::to_string(owner_) +
-                        " is not allocated (freed already, or never allocated)");
+  if (!live_entry(slot, generation))
+    throw memory_error(slot == 0
+                           ? std::string("roam::gas::deallocate: the pointer is null")
+                           : "roam::gas::deallocate: " + allocation_name(slot, generation, owner_) +
+                                 " is not allocated (freed already, or never allocated)");
   entry& e = table_[slot & ~symmetric_slot];
+  if (e.holders.empty()) {
+    free_entry(slot & ~symmetric_slot);
+    return {};
+  }
+  e.leaving = true;
+  return std::exchange(e.holders, {});
+}
+
+void node_heap::finish_release(std::uint32_t slot, std::uint16_t generation) noexcept {
+  std::lock_guard guard(lock_);
+  const std::uint32_t index = slot & ~symmetric_slot;
+  if (index == 0 || index >= table_.size()) return;
+  const entry& e = table_[index];
+  if (e.live && e.leaving && e.generation == generation) free_entry(index);
+}
+
+void node_heap::free_entry(std::uint32_t index) noexcept {
+  entry& e = table_[index];
   give_back(e.offset, e.span);
   in_use_ -= e.span;
   --live_;
-  e.live = false;
+  e.live = e.leaving = false;
+  e.holders.clear();
+  e.holders.shrink_to_fit();
   ++e.generation;  // wraps: see the class comment
-  free_slots_.push_back(slot & ~symmetric_slot);
+  free_slots_.push_back(index);
+}
+
+node_heap::extent node_heap::lease(std::uint32_t slot, std::uint16_t generation,
+                                   std::uint32_t holder, const char* operation) {
+  {
+    std::lock_guard guard(lock_);
+    if (live_entry(slot, generation)) {
+      entry& e = table_[slot & ~symmetric_slot];
+      if (std::find(e.holders.begin(), e.holders.end(), holder) == e.holders.end())
+        e.holders.push_back(holder);
+      return {base_, e.offset, e.offset + e.bytes};
+    }
+  }
+  refuse(slot, generation, 0, 0, operation);
 }
 
 void node_heap::give_back(std::uint64_t offset, std::uint64_t span) {
@@ -115,21 +154,26 @@ node_heap::extent node_heap::extent_of(std::uint32_t slot, std::uint16_t generat
   refuse(slot, generation, 0, 0, operation);
 }
 
+std::string node_heap::out_of_bounds(const char* operation, node_id node, std::uint32_t slot,
+                                     std::uint16_t generation, std::uint64_t offset,
+                                     std::uint64_t bytes, std::uint64_t begin, std::uint64_t end) {
+  return std::string("roam::gas::") + operation + ": bytes [" + std::to_string(offset) + ", " +
+         std::to_string(offset + bytes) + ") leave " + allocation_name(slot, generation, node) +
+         ", bytes [" + std::to_string(begin) + ", " + std::to_string(end) + ")";
+}
+
 void node_heap::refuse(std::uint32_t slot, std::uint16_t generation, std::uint64_t offset,
                        std::uint64_t bytes, const char* operation) const {
   std::lock_guard guard(lock_);
   const entry* e = live_entry(slot, generation);
-  const std::string where = "allocation " + std::to_string(slot & ~symmetric_slot) +
-                            ((slot & symmetric_slot) ? "s." : ".") + std::to_string(generation) +
-                            " on node " + std::to_string(owner_);
   if (slot == 0)
     throw memory_error(std::string("roam::gas::") + operation + ": the pointer is null");
   if (!e)
-    throw memory_error(std::string("roam::gas::") + operation + ": " + where +
+    throw memory_error(std::string("roam::gas::") + operation + ": " +
+                       allocation_name(slot, generation, owner_) +
                        " is not allocated (freed, or its slot reused since)");
-  throw memory_error(std::string("roam::gas::") + operation + ": bytes [" + std::to_string(offset) +
-                     ", " + std::to_string(offset + bytes) + ") leave " + where + ", bytes [" +
-                     std::to_string(e->offset) + ", " + std::to_string(e->offset + e->bytes) + ")");
+  throw memory_error(out_of_bounds(operation, owner_, slot, generation, offset, bytes, e->offset,
+                                   e->offset + e->bytes));
 }
 
 std::uint64_t node_heap::bytes_in_use() const {

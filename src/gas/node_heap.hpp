@@ -8,6 +8,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace roam::gas::detail {
@@ -21,9 +22,13 @@ namespace roam::gas::detail {
 /// Why not malloc: the heap's memory must be one region known at start-up (an MPI window
 /// exposes it to other processes), and offsets, not addresses, travel in pointers.
 ///
+/// Processes that copy an allocation's bytes without asking the owner (MPI RMA) hold a lease
+/// on it: a free first recalls the leases (start_release lists their holders) and only then
+/// gives the memory back (finish_release), so no copy lands in memory reused since.
+///
 /// Threading: every member may be called from any thread; a mutex guards the table and
-/// the free list. resolve() does not keep the allocation alive: the caller orders its
-/// access with release() (the runtime does so with a grace period).
+/// the free list. resolve() does not keep the allocation alive: an access racing with the
+/// allocation's free is the program's race (the bytes stay inside the heap).
 class node_heap {
  public:
   /// Alignment of every allocation (a cache line: no false sharing between allocations).
@@ -48,9 +53,14 @@ class node_heap {
   /// `bytes` (0 is allowed: a distinct, empty allocation); roam::memory_error when the heap
   /// has no free range that large or the table no free slot.
   block allocate(std::uint64_t bytes);
-  /// Frees the allocation; roam::memory_error when (slot, generation) is not live (freed
-  /// already, never allocated, or a slot reused since).
-  void release(std::uint32_t slot, std::uint16_t generation);
+  /// Starts freeing the allocation: from now on it is not live. Returns the holders of its
+  /// leases, which must give them back before finish_release(); with none, the allocation is
+  /// freed already (and the list empty). roam::memory_error when (slot, generation) is not
+  /// live (freed already or being freed, never allocated, or a slot reused since).
+  [[nodiscard]] std::vector<std::uint32_t> start_release(std::uint32_t slot,
+                                                         std::uint16_t generation);
+  /// Frees an allocation start_release() left to its lease holders.
+  void finish_release(std::uint32_t slot, std::uint16_t generation) noexcept;
   /// The address of [offset, offset + bytes) in the live allocation (slot, generation);
   /// roam::memory_error naming `operation` when the allocation is not live or the range
   /// leaves it.
@@ -69,10 +79,20 @@ class node_heap {
   /// The extent of the live allocation (slot, generation); roam::memory_error naming
   /// `operation` when it is not live. For checking many ranges under one lock.
   extent extent_of(std::uint32_t slot, std::uint16_t generation, const char* operation) const;
+  /// The extent of the live allocation, and `holder` (a process) added to its lease holders.
+  /// roam::memory_error as extent_of.
+  extent lease(std::uint32_t slot, std::uint16_t generation, std::uint32_t holder,
+               const char* operation);
   /// Throws the roam::memory_error that an access to [offset, offset + bytes) of allocation
   /// (slot, generation) by `operation` deserves (null, not live, or out of bounds).
   [[noreturn]] void refuse(std::uint32_t slot, std::uint16_t generation, std::uint64_t offset,
                            std::uint64_t bytes, const char* operation) const;
+
+  /// The text of roam::memory_error for bytes [offset, offset + bytes) that leave allocation
+  /// (slot, generation) of `node`, bytes [begin, end) of its heap.
+  static std::string out_of_bounds(const char* operation, node_id node, std::uint32_t slot,
+                                   std::uint16_t generation, std::uint64_t offset,
+                                   std::uint64_t bytes, std::uint64_t begin, std::uint64_t end);
 
   std::uint64_t bytes_in_use() const;
   std::uint32_t live_allocations() const;
@@ -85,10 +105,13 @@ class node_heap {
     std::uint64_t span = 0;   ///< as taken from the free list (rounded up)
     std::uint16_t generation = 0;
     bool live = false;
+    bool leaving = false;                // start_release() left it to its lease holders
+    std::vector<std::uint32_t> holders;  // processes holding a lease, each once
   };
   /// The entry of a live (slot, generation), or nullptr. Under lock_.
   const entry* live_entry(std::uint32_t slot, std::uint16_t generation) const;
   void give_back(std::uint64_t offset, std::uint64_t span);
+  void free_entry(std::uint32_t slot) noexcept;  // under lock_
 
   node_id owner_;
   std::uint32_t slot_tag_;

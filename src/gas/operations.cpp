@@ -1,18 +1,20 @@
-// One-sided operations: direct copies between heaps of this process, active messages to
-// the owner otherwise (the fallback every node can take).
+// One-sided operations, routed: direct copies between heaps of this process, RMA under a
+// lease to other processes (when the transport exposes memory), active messages to the
+// owner otherwise (the fallback every node can take, and the first access before a lease).
+#include "owner_side.hpp"
 #include "process_memory.hpp"
 
-#include <roam/am/buffer.hpp>
 #include <roam/am/collectives.hpp>
 #include <roam/am/send.hpp>
+#include <roam/core/runtime.hpp>
 #include <roam/gas/detail/operations.hpp>
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -22,237 +24,18 @@ namespace {
 
 using roam::detail::node_runtime;
 
-/// Room a request takes besides its data: the header, the allocation, the run list's length.
-constexpr std::uint64_t request_overhead = 512;
-/// Bytes of a run in a request's run list.
-constexpr std::uint64_t run_bytes = sizeof(byte_run);
+enum class route : std::uint8_t { direct, rma, messages };
 
-/// Whether `node`'s memory is copied directly by the calling thread (a node of this
-/// process; with --roam-gas-path am, only the calling thread's own node).
-bool reached_directly(const process_memory& m, node_id node) {
-  if (!m.hosts(node)) return false;
-  if (m.settings().path == path::automatic) return true;
-  const node_runtime* self = roam::detail::current_node();
-  return self && roam::detail::id_of(*self) == node;
-}
-
-/// Checks every run against the allocation (nothing is copied when one is out of bounds)
-/// and returns the allocation's extent.
-node_heap::extent checked_extent(process_memory& m, const allocation_ref& a,
-                                 std::span<const byte_run> runs, const char* operation) {
-  if (a.slot == 0)
-    throw memory_error(std::string("roam::gas::") + operation + ": the pointer is null");
-  node_heap& heap = m.heap_of(a.node, a.slot);
-  const node_heap::extent e = heap.extent_of(a.slot, a.generation, operation);
-  for (const byte_run& r : runs)
-    if (!e.holds(r.offset, r.bytes))
-      heap.refuse(a.slot, a.generation, r.offset, r.bytes, operation);
-  return e;
-}
-
-void copy_in(process_memory& m, const allocation_ref& a, std::span<const byte_run> runs,
-             const std::byte* packed, const char* operation) {
-  const node_heap::extent e = checked_extent(m, a, runs, operation);
-  for (const byte_run& r : runs) {
-    if (r.bytes != 0) std::memcpy(e.base + r.offset, packed, r.bytes);
-    packed += r.bytes;
+/// How the calling thread reaches `node`'s memory: directly when a node of this process
+/// hosts it (with --roam-gas-path am, only the calling thread's own node), by RMA when the
+/// processes exposed their memory, by active messages otherwise.
+route route_to(process_memory& m, node_id node) {
+  if (m.hosts(node)) {
+    if (m.settings().path == path::automatic) return route::direct;
+    const node_runtime* self = roam::detail::current_node();
+    return self && roam::detail::id_of(*self) == node ? route::direct : route::messages;
   }
-}
-
-void copy_out(process_memory& m, const allocation_ref& a, std::span<const byte_run> runs,
-              std::byte* packed, const char* operation) {
-  const node_heap::extent e = checked_extent(m, a, runs, operation);
-  for (const byte_run& r : runs) {
-    if (r.bytes != 0) std::memcpy(packed, e.base + r.offset, r.bytes);
-    packed += r.bytes;
-  }
-}
-
-std::uint64_t total_bytes(std::span<const byte_run> runs) {
-  std::uint64_t sum = 0;
-  for (const byte_run& r : runs) sum += r.bytes;
-  return sum;
-}
-
-// ---- the owner's side of the active-message path ------------------------------------------
-
-allocation_ref owned(std::uint32_t slot, std::uint16_t generation) {
-  return {roam::this_node(), slot, generation};
-}
-
-struct put_request {
-  void operator()(std::uint32_t slot, std::uint16_t generation, const std::vector<byte_run>& runs,
-                  const buffer<std::byte>& data) const {
-    if (total_bytes(runs) != data.size())
-      throw deserialization_error("roam::gas::put: a request's runs do not match its data");
-    copy_in(process_memory::require("roam::gas::put"), owned(slot, generation), runs, data.data(),
-            "put");
-  }
-};
-
-/// The message a put_then runs on the owner, rebuilt from what its request carried.
-roam::detail::message_ptr handler_message(std::uint32_t handler, std::uint64_t function,
-                                          const std::vector<std::byte>& payload) {
-  roam::detail::message_ptr m = roam::detail::message::allocate(payload.size());
-  m->header.handler = handler;
-  m->header.function = function;
-  m->header.dest = roam::this_node();
-  m->header.payload_size = payload.size();
-  if (!payload.empty()) std::memcpy(m->payload(), payload.data(), payload.size());
-  return m;
-}
-
-struct put_then_request {
-  void operator()(std::uint32_t slot, std::uint16_t generation, const std::vector<byte_run>& runs,
-                  std::uint32_t handler, std::uint64_t function,
-                  const std::vector<std::byte>& handler_payload,
-                  const buffer<std::byte>& data) const {
-    put_request{}(slot, generation, runs, data);
-    roam::detail::post(roam::detail::require_node("roam::gas::put_then"),
-                       handler_message(handler, function, handler_payload));
-  }
-};
-
-struct get_request {
-  buffer<std::byte> operator()(std::uint32_t slot, std::uint16_t generation,
-                               const std::vector<byte_run>& runs) const {
-    buffer<std::byte> data(total_bytes(runs));
-    copy_out(process_memory::require("roam::gas::get"), owned(slot, generation), runs, data.data(),
-             "get");
-    return data;
-  }
-};
-
-struct allocate_request {
-  std::array<std::uint64_t, 3> operator()(std::uint64_t bytes) const {
-    const node_heap::block b = process_memory::require("roam::gas::allocate")
-                                   .dynamic_heap(roam::this_node())
-                                   .allocate(bytes);
-    return {b.slot, b.generation, b.offset};
-  }
-};
-
-struct deallocate_request {
-  static void release(process_memory& m, const allocation_ref& a) {
-    if (a.slot & node_heap::symmetric_slot)
-      throw memory_error(
-          "roam::gas::deallocate: the pointer names a symmetric allocation (a gvar's or a "
-          "distributed_array's), which is freed by destroying it on every node");
-    m.dynamic_heap(a.node).release(a.slot, a.generation);
-  }
-  void operator()(std::uint32_t slot, std::uint16_t generation) const {
-    release(process_memory::require("roam::gas::deallocate"), owned(slot, generation));
-  }
-};
-
-std::uint64_t apply_atomic(process_memory& m, const allocation_ref& a, std::uint64_t offset,
-                           atomic_kind kind, unsigned width, bool is_signed, std::uint64_t operand,
-                           std::uint64_t desired);
-
-struct atomic_request {
-  std::uint64_t operator()(std::uint32_t slot, std::uint16_t generation, std::uint64_t offset,
-                           std::uint8_t kind, std::uint8_t width, bool is_signed,
-                           std::uint64_t operand, std::uint64_t desired) const {
-    if (kind > static_cast<std::uint8_t>(atomic_kind::compare_exchange) ||
-        (width != 4 && width != 8))
-      throw deserialization_error("roam::gas: an atomic request names no operation");
-    return apply_atomic(process_memory::require("roam::gas::atomic"), owned(slot, generation),
-                        offset, static_cast<atomic_kind>(kind), width, is_signed, operand, desired);
-  }
-};
-
-template <class I>
-I apply_typed(I& target, atomic_kind kind, I operand, I desired) {
-  std::atomic_ref<I> cell(target);
-  switch (kind) {
-    case atomic_kind::load:
-      return cell.load();
-    case atomic_kind::store:
-      cell.store(operand);
-      return operand;
-    case atomic_kind::exchange:
-      return cell.exchange(operand);
-    case atomic_kind::fetch_add:
-      return cell.fetch_add(operand);
-    case atomic_kind::fetch_min: {
-      I seen = cell.load();
-      while (operand < seen && !cell.compare_exchange_weak(seen, operand)) {
-      }
-      return seen;
-    }
-    case atomic_kind::fetch_max: {
-      I seen = cell.load();
-      while (operand > seen && !cell.compare_exchange_weak(seen, operand)) {
-      }
-      return seen;
-    }
-    case atomic_kind::compare_exchange:
-      cell.compare_exchange_strong(operand, desired);
-      return operand;  // the value seen: the expected one when it succeeded
-  }
-  return I{};
-}
-
-std::uint64_t apply_atomic(process_memory& m, const allocation_ref& a, std::uint64_t offset,
-                           atomic_kind kind, unsigned width, bool is_signed, std::uint64_t operand,
-                           std::uint64_t desired) {
-  const byte_run run{offset, width};
-  const node_heap::extent e = checked_extent(m, a, {&run, 1}, "atomic");
-  if (offset % width != 0)
-    throw memory_error("roam::gas::atomic: the " + std::to_string(width) +
-                       "-byte value at heap offset " + std::to_string(offset) + " of node " +
-                       std::to_string(a.node) + " is not aligned to its size");
-  std::byte* at = e.base + offset;
-  if (width == 4) {
-    if (is_signed) {
-      const auto r =
-          apply_typed(*reinterpret_cast<std::int32_t*>(at), kind,
-                      static_cast<std::int32_t>(operand), static_cast<std::int32_t>(desired));
-      return static_cast<std::uint32_t>(r);
-    }
-    return apply_typed(*reinterpret_cast<std::uint32_t*>(at), kind,
-                       static_cast<std::uint32_t>(operand), static_cast<std::uint32_t>(desired));
-  }
-  if (is_signed)
-    return static_cast<std::uint64_t>(apply_typed(*reinterpret_cast<std::int64_t*>(at), kind,
-                                                  static_cast<std::int64_t>(operand),
-                                                  static_cast<std::int64_t>(desired)));
-  return apply_typed(*reinterpret_cast<std::uint64_t*>(at), kind, operand, desired);
-}
-
-// ---- the origin's side ---------------------------------------------------------------------
-
-/// Splits `runs` into requests of at most `limit` bytes (data and run list): calls
-/// `each(runs of the piece, offset of its data in the packed bytes, its data bytes)`.
-template <class Each>
-void split_requests(std::span<const byte_run> runs, std::uint64_t limit, Each&& each) {
-  std::vector<byte_run> piece;
-  std::uint64_t piece_data = 0, piece_start = 0, cost = 0;
-  auto flush = [&] {
-    if (piece.empty()) return;
-    each(piece, piece_start, piece_data);
-    piece_start += piece_data;
-    piece.clear();
-    piece_data = cost = 0;
-  };
-  for (byte_run r : runs) {
-    do {
-      if (cost + run_bytes + 1 > limit) flush();
-      const std::uint64_t take = std::min(r.bytes, limit - cost - run_bytes);
-      piece.push_back({r.offset, take});
-      piece_data += take;
-      cost += run_bytes + take;
-      r.offset += take;
-      r.bytes -= take;
-    } while (r.bytes != 0);
-  }
-  flush();
-}
-
-std::uint64_t request_limit(node_id dest) {
-  node_runtime& n = roam::detail::sending_node("roam::gas");
-  const std::uint64_t largest = roam::detail::largest_message_to(n, dest);
-  return largest > 2 * request_overhead ? largest - request_overhead : request_overhead;
+  return m.window() ? route::rma : route::messages;
 }
 
 template <class T>
@@ -262,13 +45,65 @@ future<T> failed(std::exception_ptr error) {
   return p.get_future();
 }
 
-future<void> joined(std::vector<future<void>> pieces) {
-  if (pieces.size() == 1) return std::move(pieces.front());
-  return when_all(std::move(pieces));
-}
-
 memory_error null_pointer(const char* operation) {
   return memory_error(std::string("roam::gas::") + operation + ": the pointer is null");
+}
+
+/// Copies by RMA when this process holds a lease on `a`, and returns true; else asks for one
+/// and returns false (the caller goes through the owner). Runs beyond the allocation are
+/// roam::memory_error. The lease table is held shared until the copy is complete, so a
+/// recall of the lease waits for it.
+bool copied_under_lease(process_memory& m, const allocation_ref& a, std::span<const byte_run> runs,
+                        std::byte* packed, bool is_put, const char* operation) {
+  {
+    std::shared_lock held(m.leases().guard());
+    if (const auto lease = m.leases().find(a.node, a.slot, a.generation)) {
+      std::array<roam::detail::exposed_run, 4> few;
+      std::vector<roam::detail::exposed_run> many;
+      if (runs.size() > few.size()) many.resize(runs.size());
+      const std::span<roam::detail::exposed_run> remote =
+          runs.size() > few.size() ? std::span(many) : std::span(few).first(runs.size());
+      for (std::size_t i = 0; i < runs.size(); ++i) {
+        const byte_run& r = runs[i];
+        if (r.offset < lease->begin || r.offset > lease->end || r.bytes > lease->end - r.offset)
+          throw memory_error(node_heap::out_of_bounds(operation, a.node, a.slot, a.generation,
+                                                      r.offset, r.bytes, lease->begin, lease->end));
+        remote[i] = {m.window_offset(a.node, a.slot, r.offset), r.bytes};
+      }
+      if (is_put)
+        m.window()->put(m.process_of(a.node), remote, packed);
+      else
+        m.window()->get(m.process_of(a.node), remote, packed);
+      return true;
+    }
+  }
+  request_lease(m, a);
+  return false;
+}
+
+void count(process_memory& m, route r, std::span<const byte_run> runs) {
+  process_memory::counters& c = m.counted("roam::gas");
+  (r == route::direct ? c.direct
+   : r == route::rma  ? c.rma
+                      : c.messages)
+      .fetch_add(1, std::memory_order_relaxed);
+  c.bytes.fetch_add(total_bytes(runs), std::memory_order_relaxed);
+}
+
+/// Runs `local()` (a copy or atomic in this process) and returns its result as a ready
+/// future, or its roam::memory_error as a failed one.
+template <class T, class Body>
+future<T> done_here(Body&& local) {
+  try {
+    if constexpr (std::is_void_v<T>) {
+      local();
+      return make_ready_future();
+    } else {
+      return make_ready_future(local());
+    }
+  } catch (const memory_error&) {
+    return failed<T>(std::current_exception());
+  }
 }
 
 }  // namespace
@@ -276,24 +111,53 @@ memory_error null_pointer(const char* operation) {
 future<void> put_runs(const allocation_ref& a, std::span<const byte_run> runs,
                       const std::byte* packed, const char* operation) {
   process_memory& m = process_memory::require(operation);
-  if (reached_directly(m, a.node)) {
-    try {
-      copy_in(m, a, runs, packed, operation);
-    } catch (const memory_error&) {
-      return failed<void>(std::current_exception());
-    }
-    return make_ready_future();
-  }
   if (a.slot == 0) return failed<void>(std::make_exception_ptr(null_pointer(operation)));
-  std::vector<future<void>> pieces;
-  split_requests(runs, request_limit(a.node),
-                 [&](const std::vector<byte_run>& piece, std::uint64_t at, std::uint64_t bytes) {
-                   buffer<std::byte> data(bytes);
-                   if (bytes != 0) std::memcpy(data.data(), packed + at, bytes);
-                   pieces.push_back(roam::call(a.node, put_request{}, a.slot, a.generation, piece,
-                                               std::move(data)));
-                 });
-  return joined(std::move(pieces));
+  const route r = route_to(m, a.node);
+  switch (r) {
+    case route::direct:
+      count(m, r, runs);
+      return done_here<void>([&] { copy_in(m, a, runs, packed, operation); });
+    case route::rma:
+      try {
+        if (copied_under_lease(m, a, runs, const_cast<std::byte*>(packed), true, operation)) {
+          count(m, r, runs);
+          return make_ready_future();
+        }
+      } catch (const memory_error&) {
+        return failed<void>(std::current_exception());
+      }
+      break;
+    case route::messages:
+      break;
+  }
+  count(m, route::messages, runs);
+  return request_put(a, runs, packed);
+}
+
+future<void> get_runs(const allocation_ref& a, std::span<const byte_run> runs, std::byte* packed,
+                      const char* operation) {
+  process_memory& m = process_memory::require(operation);
+  if (a.slot == 0) return failed<void>(std::make_exception_ptr(null_pointer(operation)));
+  const route r = route_to(m, a.node);
+  switch (r) {
+    case route::direct:
+      count(m, r, runs);
+      return done_here<void>([&] { copy_out(m, a, runs, packed, operation); });
+    case route::rma:
+      try {
+        if (copied_under_lease(m, a, runs, packed, false, operation)) {
+          count(m, r, runs);
+          return make_ready_future();
+        }
+      } catch (const memory_error&) {
+        return failed<void>(std::current_exception());
+      }
+      break;
+    case route::messages:
+      break;
+  }
+  count(m, route::messages, runs);
+  return request_get(a, runs, packed);
 }
 
 future<void> put_runs_then(const allocation_ref& a, std::span<const byte_run> runs,
@@ -301,7 +165,8 @@ future<void> put_runs_then(const allocation_ref& a, std::span<const byte_run> ru
   const char* operation = "put_then";
   process_memory& m = process_memory::require(operation);
   node_runtime& self = roam::detail::sending_node("roam::gas::put_then");
-  if (reached_directly(m, a.node)) {
+  if (a.slot == 0) return failed<void>(std::make_exception_ptr(null_pointer(operation)));
+  if (route_to(m, a.node) == route::direct) {
     try {
       copy_in(m, a, runs, packed, operation);
     } catch (const memory_error&) {
@@ -310,52 +175,7 @@ future<void> put_runs_then(const allocation_ref& a, std::span<const byte_run> ru
     roam::detail::post(self, std::move(handler));
     return make_ready_future();
   }
-  if (a.slot == 0) return failed<void>(std::make_exception_ptr(null_pointer(operation)));
-  const std::uint64_t data = total_bytes(runs);
-  const std::uint64_t request = data + run_bytes * runs.size() + handler->header.payload_size;
-  if (request <= request_limit(a.node)) {
-    buffer<std::byte> copy(data);
-    if (data != 0) std::memcpy(copy.data(), packed, data);
-    const std::vector<byte_run> run_list(runs.begin(), runs.end());
-    std::vector<std::byte> payload(handler->payload(),
-                                   handler->payload() + handler->header.payload_size);
-    return roam::call(a.node, put_then_request{}, a.slot, a.generation, run_list,
-                      handler->header.handler, handler->header.function, payload, std::move(copy));
-  }
-  // Too large for one request: the handler follows once every piece is in place.
-  auto held = std::make_shared<roam::detail::message_ptr>(std::move(handler));
-  return put_runs(a, runs, packed, operation).then([held] {
-    roam::detail::post(roam::detail::sending_node("roam::gas::put_then"), std::move(*held));
-  });
-}
-
-future<void> get_runs(const allocation_ref& a, std::span<const byte_run> runs, std::byte* packed,
-                      const char* operation) {
-  process_memory& m = process_memory::require(operation);
-  if (reached_directly(m, a.node)) {
-    try {
-      copy_out(m, a, runs, packed, operation);
-    } catch (const memory_error&) {
-      return failed<void>(std::current_exception());
-    }
-    return make_ready_future();
-  }
-  if (a.slot == 0) return failed<void>(std::make_exception_ptr(null_pointer(operation)));
-  std::vector<future<void>> pieces;
-  split_requests(runs, request_limit(a.node),
-                 [&](const std::vector<byte_run>& piece, std::uint64_t at, std::uint64_t bytes) {
-                   std::byte* into = packed + at;
-                   pieces.push_back(roam::call(a.node, get_request{}, a.slot, a.generation, piece)
-                                        .then([into, bytes](buffer<std::byte> data) {
-                                          if (data.size() != bytes)
-                                            throw deserialization_error(
-                                                "roam::gas::get: a reply holds " +
-                                                std::to_string(data.size()) +
-                                                " bytes for a request of " + std::to_string(bytes));
-                                          if (bytes != 0) std::memcpy(into, data.data(), bytes);
-                                        }));
-                 });
-  return joined(std::move(pieces));
+  return request_put_then(a, runs, packed, std::move(handler));
 }
 
 future<global_ptr<void>> allocate_bytes(node_id node, std::uint64_t bytes) {
@@ -364,15 +184,12 @@ future<global_ptr<void>> allocate_bytes(node_id node, std::uint64_t bytes) {
     throw usage_error("roam::gas::allocate: node " + std::to_string(node) +
                       " is out of range (the job has " + std::to_string(roam::num_nodes()) +
                       " nodes)");
-  if (reached_directly(m, node)) {
-    try {
+  if (route_to(m, node) == route::direct)
+    return done_here<global_ptr<void>>([&] {
       const node_heap::block b = m.dynamic_heap(node).allocate(bytes);
-      return make_ready_future(ptr_access::make<void>(node, b.slot, b.generation, b.offset));
-    } catch (const memory_error&) {
-      return failed<global_ptr<void>>(std::current_exception());
-    }
-  }
-  return roam::call(node, allocate_request{}, bytes).then([node](std::array<std::uint64_t, 3> b) {
+      return ptr_access::make<void>(node, b.slot, b.generation, b.offset);
+    });
+  return request_allocate(node, bytes).then([node](std::array<std::uint64_t, 3> b) {
     return ptr_access::make<void>(node, static_cast<std::uint32_t>(b[0]),
                                   static_cast<std::uint16_t>(b[1]), b[2]);
   });
@@ -381,15 +198,16 @@ future<global_ptr<void>> allocate_bytes(node_id node, std::uint64_t bytes) {
 future<void> deallocate(const allocation_ref& a) {
   process_memory& m = process_memory::require("roam::gas::deallocate");
   if (a.slot == 0) return failed<void>(std::make_exception_ptr(null_pointer("deallocate")));
-  if (reached_directly(m, a.node)) {
-    try {
-      deallocate_request::release(m, a);
-    } catch (const memory_error&) {
-      return failed<void>(std::current_exception());
-    }
-    return make_ready_future();
+  if (route_to(m, a.node) != route::direct) return request_deallocate(a);
+  if (a.slot & node_heap::symmetric_slot)
+    return failed<void>(std::make_exception_ptr(memory_error(
+        "roam::gas::deallocate: the pointer names a symmetric allocation (a gvar's or a "
+        "distributed_array's), which is freed by destroying it on every node")));
+  try {
+    return release(m, a);
+  } catch (const memory_error&) {
+    return failed<void>(std::current_exception());
   }
-  return roam::call(a.node, deallocate_request{}, a.slot, a.generation);
 }
 
 std::byte* local_address(const allocation_ref& a, std::uint64_t offset, std::uint64_t bytes,
@@ -404,18 +222,13 @@ future<std::uint64_t> atomic_bits(const allocation_ref& a, std::uint64_t offset,
                                   unsigned width, bool is_signed, std::uint64_t operand,
                                   std::uint64_t desired) {
   process_memory& m = process_memory::require("roam::gas::atomic");
-  if (reached_directly(m, a.node)) {
-    try {
-      return make_ready_future(
-          apply_atomic(m, a, offset, kind, width, is_signed, operand, desired));
-    } catch (const memory_error&) {
-      return failed<std::uint64_t>(std::current_exception());
-    }
-  }
   if (a.slot == 0) return failed<std::uint64_t>(std::make_exception_ptr(null_pointer("atomic")));
-  return roam::call(a.node, atomic_request{}, a.slot, a.generation, offset,
-                    static_cast<std::uint8_t>(kind), static_cast<std::uint8_t>(width), is_signed,
-                    operand, desired);
+  // Atomics are applied by the owner's process (not by RMA): MPI's atomics are atomic only
+  // among themselves, not with the owner's own.
+  if (route_to(m, a.node) == route::direct)
+    return done_here<std::uint64_t>(
+        [&] { return apply_atomic(m, a, offset, kind, width, is_signed, operand, desired); });
+  return request_atomic(a, offset, kind, width, is_signed, operand, desired);
 }
 
 global_ptr<void> allocate_symmetric(std::uint64_t bytes, const std::byte* pattern,
@@ -423,16 +236,15 @@ global_ptr<void> allocate_symmetric(std::uint64_t bytes, const std::byte* patter
   node_runtime& n = roam::detail::require_node(caller);
   const node_id self = roam::detail::id_of(n);
   process_memory& m = process_memory::require(caller);
-  const node_heap::block b = m.symmetric_heap(self).allocate(bytes);
-  std::byte* mine_at =
-      m.symmetric_heap(self).resolve(b.slot, b.generation, b.offset, bytes, caller);
+  node_heap& heap = m.symmetric_heap(self);
+  const node_heap::block b = heap.allocate(bytes);
+  std::byte* mine = heap.resolve(b.slot, b.generation, b.offset, bytes, caller);
   for (std::uint64_t at = 0; pattern_bytes != 0 && at + pattern_bytes <= bytes; at += pattern_bytes)
-    std::memcpy(mine_at + at, pattern, pattern_bytes);
+    std::memcpy(mine + at, pattern, pattern_bytes);
   // Every node must have made the same symmetric allocations in the same order: the lowest
   // and the highest (slot, generation, offset, bytes) of the nodes agree only then.
-  const std::uint64_t mine[2] = {(std::uint64_t{b.slot} << 16 | b.generation) ^ (b.offset << 1),
-                                 bytes};
-  std::array<std::uint64_t, 4> both{mine[0], mine[1], ~mine[0], ~mine[1]};
+  const std::uint64_t signature = (std::uint64_t{b.slot} << 16 | b.generation) ^ (b.offset << 1);
+  std::array<std::uint64_t, 4> both{signature, bytes, ~signature, ~bytes};
   both = roam::allreduce(
       both, [](const std::array<std::uint64_t, 4>& x, const std::array<std::uint64_t, 4>& y) {
         std::array<std::uint64_t, 4> r{};
@@ -440,7 +252,7 @@ global_ptr<void> allocate_symmetric(std::uint64_t bytes, const std::byte* patter
         return r;
       });
   if (both[0] != ~both[2] || both[1] != ~both[3]) {
-    m.symmetric_heap(self).release(b.slot, b.generation);
+    (void)heap.start_release(b.slot, b.generation);  // no node holds a lease yet
     throw usage_error(std::string(caller) +
                       ": the nodes made different symmetric allocations (another size, or "
                       "not in the same order): gvar and distributed_array are built by every "
@@ -453,9 +265,11 @@ void deallocate_symmetric(const global_ptr<void>& p) noexcept {
   process_memory* m = process_memory::current();
   if (!m || !m->hosts(p.where())) return;
   try {
-    m->symmetric_heap(p.where()).release(ptr_access::slot(p), ptr_access::generation(p));
+    release(*m, ref_of(p)).get();
   } catch (const memory_error&) {
     // Freed with the job's memory already (destroyed after roam::run): nothing to free.
+  } catch (const std::exception& e) {
+    roam::detail::fatal(std::string("roam::gas: freeing a gvar or distributed_array: ") + e.what());
   }
 }
 

@@ -3,6 +3,7 @@
 
 #include <roam/base/error.hpp>
 #include <roam/core/detail/node_api.hpp>
+#include <roam/gas/statistics.hpp>
 
 #include <sys/mman.h>
 
@@ -23,10 +24,7 @@ std::size_t life_holders = 0;  // but not necessarily by one thread
 void* make_state(roam::detail::node_runtime& n) {
   std::lock_guard guard(life_lock);
   if (life_holders++ == 0) {
-    const auto nodes = roam::detail::local_nodes_of(n);
-    running.store(new process_memory(nodes.first, nodes.count,
-                                     roam::detail::settings_of(n).of<gas_settings>()),
-                  std::memory_order_release);
+    running.store(new process_memory(n), std::memory_order_release);
   }
   return running.load(std::memory_order_relaxed);
 }
@@ -48,34 +46,54 @@ std::uint64_t round_to_page(std::uint64_t n) {
 
 }  // namespace
 
-process_memory::process_memory(node_id first, node_id count, const gas_settings& settings)
-    : first_(first), count_(count), settings_(settings) {
-  const std::uint64_t heap = round_to_page(settings.heap_bytes);
-  const std::uint64_t symmetric = round_to_page(settings.symmetric_heap_bytes);
-  region_bytes_ = static_cast<std::size_t>((heap + symmetric) * count);
-  // MAP_NORESERVE: a heap costs the pages a program touches, not the size reserved.
-  void* region = ::mmap(nullptr, region_bytes_, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (region == MAP_FAILED)
-    throw memory_error(
-        "roam::gas: cannot reserve " + std::to_string(region_bytes_) +
-        " bytes for the global heaps of " + std::to_string(count) +
-        " nodes (--roam-gas-heap and --roam-gas-symmetric-heap per node): " + std::strerror(errno));
-  region_ = static_cast<std::byte*>(region);
-  nodes_.reserve(count);
-  for (node_id k = 0; k < count; ++k) {
-    std::byte* base = region_ + (heap + symmetric) * k;
+/// Leases a process keeps at most (about 40 bytes each).
+constexpr std::size_t most_leases = std::size_t{1} << 16;
+
+process_memory::process_memory(roam::detail::node_runtime& n)
+    : first_(roam::detail::local_nodes_of(n).first),
+      count_(roam::detail::local_nodes_of(n).count),
+      settings_(roam::detail::settings_of(n).of<gas_settings>()),
+      heap_bytes_(round_to_page(settings_.heap_bytes)),
+      node_bytes_(heap_bytes_ + round_to_page(settings_.symmetric_heap_bytes)),
+      leases_(most_leases),
+      counted_(std::make_unique<counters[]>(count_)) {
+  const std::uint64_t bytes = node_bytes_ * count_;
+  std::byte* memory = nullptr;
+  if (settings_.path == path::automatic)
+    if ((window_ = roam::detail::expose_process_memory(n, bytes))) memory = window_->local_part();
+  if (!memory) {
+    region_bytes_ = static_cast<std::size_t>(bytes);
+    // MAP_NORESERVE: a heap costs the pages a program touches, not the size reserved.
+    void* region = ::mmap(nullptr, region_bytes_, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (region == MAP_FAILED)
+      throw memory_error("roam::gas: cannot reserve " + std::to_string(region_bytes_) +
+                         " bytes for the global heaps of " + std::to_string(count_) +
+                         " nodes (--roam-gas-heap and --roam-gas-symmetric-heap per node): " +
+                         std::strerror(errno));
+    region_ = static_cast<std::byte*>(region);
+    memory = region_;
+  }
+  nodes_.reserve(count_);
+  for (node_id k = 0; k < count_; ++k) {
+    std::byte* base = memory + node_bytes_ * k;
     nodes_.push_back(std::unique_ptr<node_state>(
-        new node_state{node_heap(first + k, base, heap, settings.max_allocations),
-                       node_heap(first + k, base + heap, symmetric, settings.max_allocations,
-                                 node_heap::symmetric_slot)}));
+        new node_state{node_heap(first_ + k, base, heap_bytes_, settings_.max_allocations),
+                       node_heap(first_ + k, base + heap_bytes_, node_bytes_ - heap_bytes_,
+                                 settings_.max_allocations, node_heap::symmetric_slot)}));
   }
 }
 
-process_memory::~process_memory() { ::munmap(region_, region_bytes_); }
+process_memory::~process_memory() {
+  if (region_) ::munmap(region_, region_bytes_);
+}
 
 process_memory* process_memory::current() noexcept {
   return running.load(std::memory_order_acquire);
+}
+
+process_memory::counters& process_memory::counted(const char* caller) {
+  return counted_[roam::detail::id_of(roam::detail::sending_node(caller)) - first_];
 }
 
 process_memory& process_memory::require(const char* caller) {
@@ -87,3 +105,14 @@ process_memory& process_memory::require(const char* caller) {
 }
 
 }  // namespace roam::gas::detail
+
+namespace roam::gas {
+
+path_statistics node_path_statistics() {
+  const char* caller = "roam::gas::node_path_statistics";
+  detail::process_memory::counters& c = detail::process_memory::require(caller).counted(caller);
+  return {c.direct.load(std::memory_order_relaxed), c.rma.load(std::memory_order_relaxed),
+          c.messages.load(std::memory_order_relaxed), c.bytes.load(std::memory_order_relaxed)};
+}
+
+}  // namespace roam::gas

@@ -13,6 +13,8 @@
 // one source are released in arrival order of their headers, so a small message never
 // overtakes a large one sent before it (FIFO per source/destination pair). A credit window
 // per pair of ranks (send_credits.hpp) bounds what one rank has in flight to another.
+#include "mpi_check.hpp"
+#include "mpi_window.hpp"
 #include "send_credits.hpp"
 
 #include <roam/transport/detail/backends.hpp>
@@ -44,23 +46,6 @@ constexpr int tag_credit = 7003;  ///< a grant of send credit: one std::uint64_t
 constexpr int tag_clock = 7004;   ///< clock alignment for traces, before any traffic
 
 void abort_job() { MPI_Abort(MPI_COMM_WORLD, EXIT_FAILURE); }
-
-/// MPI's text for an error code.
-std::string mpi_error_text(int rc) {
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  if (MPI_Error_string(rc, text, &length) != MPI_SUCCESS) return "MPI error " + std::to_string(rc);
-  return std::string(text, static_cast<std::size_t>(length));
-}
-
-/// Every MPI call's result is checked: a failure stops the job naming the call, this rank,
-/// the peer rank when there is one (`peer` >= 0), and MPI's cause.
-void check_mpi(int rc, const char* call, int rank, int peer = -1) {
-  if (rc == MPI_SUCCESS) return;
-  fatal(std::string(call) + (peer >= 0 ? " with rank " + std::to_string(peer) : std::string()) +
-        " failed" + (rank >= 0 ? " on rank " + std::to_string(rank) : std::string()) + ": " +
-        mpi_error_text(rc));
-}
 
 MPI_Comm kept_communicator = MPI_COMM_NULL;
 
@@ -217,6 +202,15 @@ class mpi_transport final : public transport {
     did |= live_sends_ > 0 || !backlog_.empty() || !waiting_.empty();
     unlock_progress();
     return did;
+  }
+
+  std::unique_ptr<exposed_memory> expose(std::uint64_t bytes) override {
+    return make_mpi_window(
+        comm_, rank_, bytes,
+        [this] {
+          while (!try_lock_progress()) std::this_thread::yield();
+        },
+        [this] { unlock_progress(); });
   }
 
   void drain() override {

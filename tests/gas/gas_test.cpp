@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -46,6 +47,25 @@ TEST(GlobalMemory, PutThenGetRoundTripsThroughTheRightNeighboursHeap) {
     EXPECT_EQ(roam::gas::get(p + 17).get(), int(me) * 10000 + 17);
     roam::gas::put(p + 3, -5).get();
     EXPECT_EQ(roam::gas::get(p + 3).get(), -5);
+    // Once the owner granted a lease, another process's memory is copied by RMA; a node of
+    // this process directly (unless ROAM_GAS_PATH=am sends everything to the owner).
+    const auto before = roam::gas::node_path_statistics();
+    for (int i = 0; i < 200; ++i) (void)roam::gas::get(p + i % 1000).get();
+    const auto after = roam::gas::node_path_statistics();
+    EXPECT_EQ(
+        after.direct + after.rma + after.messages - before.direct - before.rma - before.messages,
+        200u);
+    const char* path = std::getenv("ROAM_GAS_PATH");
+    const bool am_only = path && std::string(path) == "am";
+    const bool other_process = roam::gas::local(p) == nullptr;
+    if (am_only && roam::num_nodes() > 1) {
+      EXPECT_EQ(after.messages - before.messages, 200u);
+    } else if (other_process) {
+      EXPECT_LT(after.messages - before.messages, 10u);  // before the lease came
+      EXPECT_GT(after.rma - before.rma, 190u);
+    } else {
+      EXPECT_EQ(after.direct - before.direct, 200u);
+    }
     roam::gas::deallocate(p).get();
     roam::barrier();
   });
@@ -65,6 +85,29 @@ TEST(GlobalMemory, PointersSentToOtherNodesNameTheSameMemory) {
     for (int i = 0; i < 64; ++i) EXPECT_EQ(seen[i], long(right_of(me)) * 1000 + i);
     roam::barrier();  // nobody reads `mine` after this
     roam::gas::deallocate(mine).get();
+  });
+}
+
+TEST(GlobalMemory, AFreeRecallsTheLeasesOfOtherProcessesFirst) {
+  run_everywhere([] {
+    const roam::node_id me = roam::this_node();
+    for (int round = 0; round < 3; ++round) {
+      const auto mine = roam::gas::allocate<int>(me, 16).get();
+      std::fill_n(roam::gas::local(mine, 16), 16, int(me) + round);
+      const auto all = roam::allgather(mine);
+      const auto theirs = all[right_of(me)];
+      for (int i = 0; i < 50; ++i)
+        ASSERT_EQ(roam::gas::get(theirs + i % 16).get(), int(right_of(me)) + round);
+      roam::barrier();
+      // The owner frees memory other processes read by RMA: each gives its lease back first,
+      // and its next access goes to the owner, which refuses it.
+      roam::gas::deallocate(mine).get();
+      roam::barrier();
+      EXPECT_NE(memory_error_of([&] { (void)roam::gas::get(theirs).get(); }).find("not allocated"),
+                std::string::npos);
+      EXPECT_NE(memory_error_of([&] { roam::gas::put(theirs, 1).get(); }), "");
+      roam::barrier();
+    }
   });
 }
 

@@ -64,12 +64,14 @@ TEST(NodeHeap, ARangeBeyondTheAllocationIsRefused) {
 TEST(NodeHeap, AFreedOrReusedSlotNoLongerResolves) {
   heap_of h(4096, 1);
   const auto a = h.heap.allocate(8);
-  h.heap.release(a.slot, a.generation);
+  EXPECT_TRUE(h.heap.start_release(a.slot, a.generation).empty());
   EXPECT_NE(error_of([&] {
               h.heap.resolve(a.slot, a.generation, a.offset, 8, "get");
             }).find("not allocated"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { h.heap.release(a.slot, a.generation); }).find("freed already"),
+  EXPECT_NE(error_of([&] {
+              EXPECT_TRUE(h.heap.start_release(a.slot, a.generation).empty());
+            }).find("freed already"),
             std::string::npos);
   const auto b = h.heap.allocate(8);  // the only slot, reused with the next generation
   EXPECT_EQ(b.slot, a.slot);
@@ -77,14 +79,14 @@ TEST(NodeHeap, AFreedOrReusedSlotNoLongerResolves) {
   (void)error_of([&] { h.heap.resolve(a.slot, a.generation, a.offset, 8, "get"); });
   (void)h.heap.resolve(b.slot, b.generation, b.offset, 8, "get");
   EXPECT_NE(error_of([&] { h.heap.resolve(0, 0, 0, 0, "get"); }).find("null"), std::string::npos);
-  (void)error_of([&] { h.heap.release(99, 0); });
+  (void)error_of([&] { EXPECT_TRUE(h.heap.start_release(99, 0).empty()); });
 }
 
 TEST(NodeHeap, FreedSlotsAreReusedFirstInFirstOut) {
   heap_of h(1 << 16, 4);
   auto a = h.heap.allocate(8), b = h.heap.allocate(8);
-  h.heap.release(a.slot, a.generation);
-  h.heap.release(b.slot, b.generation);
+  EXPECT_TRUE(h.heap.start_release(a.slot, a.generation).empty());
+  EXPECT_TRUE(h.heap.start_release(b.slot, b.generation).empty());
   // Slots 3 and 4 were never used: they come before the freed ones.
   EXPECT_EQ(h.heap.allocate(8).slot, 3u);
   EXPECT_EQ(h.heap.allocate(8).slot, 4u);
@@ -98,10 +100,12 @@ TEST(NodeHeap, ExhaustionNamesTheSettingsAndFreedRangesCoalesce) {
   for (int i = 0; i < 16; ++i) all.push_back(h.heap.allocate(64));
   EXPECT_NE(error_of([&] { h.heap.allocate(1); }).find("--roam-gas-heap"), std::string::npos);
   // Free every other block: 512 bytes free, but no 128 in one piece.
-  for (std::size_t i = 0; i < all.size(); i += 2) h.heap.release(all[i].slot, all[i].generation);
+  for (std::size_t i = 0; i < all.size(); i += 2)
+    EXPECT_TRUE(h.heap.start_release(all[i].slot, all[i].generation).empty());
   (void)error_of([&] { h.heap.allocate(128); });
   // Free the rest: the ranges merge back into one of 1024.
-  for (std::size_t i = 1; i < all.size(); i += 2) h.heap.release(all[i].slot, all[i].generation);
+  for (std::size_t i = 1; i < all.size(); i += 2)
+    EXPECT_TRUE(h.heap.start_release(all[i].slot, all[i].generation).empty());
   EXPECT_EQ(h.heap.bytes_in_use(), 0u);
   const auto whole = h.heap.allocate(1024);
   EXPECT_EQ(whole.offset, 0u);

@@ -5,12 +5,14 @@
 // runs.
 #pragma once
 
+#include <roam/transport/detail/exposed_memory.hpp>
 #include <roam/transport/message.hpp>
 #include <roam/transport/node_id.hpp>
 
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -101,6 +103,15 @@ class transport {
   /// message (after a header frame sent with send_raw_for_testing). Throws usage_error on a
   /// transport without separate payload frames.
   virtual void send_raw_payload_for_testing(node_id dest, std::vector<std::byte> bytes) = 0;
+
+  /// Exposes `bytes` bytes of every process to one-sided copies by the others. Collective
+  /// over all processes, called while no other thread of the process uses the transport
+  /// (before the nodes start). nullptr where the transport has none (inproc: one process).
+  /// Stops the job, naming the cause, when the memory cannot be exposed.
+  virtual std::unique_ptr<exposed_memory> expose(std::uint64_t bytes) {
+    (void)bytes;
+    return nullptr;
+  }
 
   /// Synchronizes all processes outside the message layer, at shutdown. Keeps receiving while it
   /// waits, delivering what arrives, so that a peer still draining its sends to this process can

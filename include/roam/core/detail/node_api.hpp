@@ -6,6 +6,7 @@
 #include <roam/core/config.hpp>
 #include <roam/core/detail/set_aside_message.hpp>
 #include <roam/trace/detail/recorder.hpp>
+#include <roam/transport/detail/exposed_memory.hpp>
 #include <roam/transport/message.hpp>
 #include <roam/transport/node_id.hpp>
 
@@ -43,6 +44,10 @@ struct local_node_range {
   node_id count = 0;
 };
 local_node_range local_nodes_of(node_runtime& n) noexcept;
+/// Exposes `bytes` bytes of this process to one-sided copies by the other processes
+/// (transport::expose): collective over the processes, called from a node extension's make()
+/// on every process (before the nodes start). nullptr under a transport without them.
+std::unique_ptr<exposed_memory> expose_process_memory(node_runtime& n, std::uint64_t bytes);
 /// The number of worker threads that run the node's handlers (its application thread,
 /// which runs work only while it waits, is not counted).
 unsigned workers_of(const node_runtime& n) noexcept;
