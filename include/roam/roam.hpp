@@ -16,6 +16,7 @@
 #include <roam/core/runtime.hpp>
 #include <roam/gas/allocate.hpp>
 #include <roam/gas/atomics.hpp>
+#include <roam/gas/cache.hpp>
 #include <roam/gas/counter.hpp>
 #include <roam/gas/distributed_array.hpp>
 #include <roam/gas/gas_settings.hpp>

@@ -26,6 +26,16 @@ std::vector<setting<gas_settings>> global_memory_settings() {
        [](gas_settings& s, std::string_view v, const std::string& o) {
          s.max_allocations = count(v, o, 16, 1u << 24);
        }},
+      {"gas-cache-bytes", "ROAM_GAS_CACHE_BYTES", "0..1024G",
+       "bytes of each node's cache of remote global memory (default 64M)", false,
+       [](gas_settings& s, std::string_view v, const std::string& o) {
+         s.cache_bytes = bytes(v, o, 0, std::uint64_t{1} << 40);
+       }},
+      {"gas-cache-shards", "ROAM_GAS_CACHE_SHARDS", "1..1024",
+       "shards of each node's cache, each with its own lock and LRU order (default 16)", false,
+       [](gas_settings& s, std::string_view v, const std::string& o) {
+         s.cache_shards = count(v, o, 1, 1024);
+       }},
       {"gas-path", "ROAM_GAS_PATH", "auto|am",
        "how one-sided operations reach other nodes' memory: auto (direct copies inside a "
        "process, active messages between processes) or am (active messages to every other "

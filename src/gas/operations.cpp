@@ -30,12 +30,8 @@ enum class route : std::uint8_t { direct, rma, messages };
 /// hosts it (with --roam-gas-path am, only the calling thread's own node), by RMA when the
 /// processes exposed their memory, by active messages otherwise.
 route route_to(process_memory& m, node_id node) {
-  if (m.hosts(node)) {
-    if (m.settings().path == path::automatic) return route::direct;
-    const node_runtime* self = roam::detail::current_node();
-    return self && roam::detail::id_of(*self) == node ? route::direct : route::messages;
-  }
-  return m.window() ? route::rma : route::messages;
+  if (m.reads_directly(node)) return route::direct;
+  return m.hosts(node) || !m.window() ? route::messages : route::rma;
 }
 
 template <class T>
@@ -178,7 +174,7 @@ future<void> put_runs_then(const allocation_ref& a, std::span<const byte_run> ru
   return request_put_then(a, runs, packed, std::move(handler));
 }
 
-future<global_ptr<void>> allocate_bytes(node_id node, std::uint64_t bytes) {
+future<global_ptr<void>> allocate_bytes(node_id node, std::uint64_t bytes, std::uint8_t policy) {
   process_memory& m = process_memory::require("roam::gas::allocate");
   if (node >= roam::num_nodes())
     throw usage_error("roam::gas::allocate: node " + std::to_string(node) +
@@ -187,11 +183,11 @@ future<global_ptr<void>> allocate_bytes(node_id node, std::uint64_t bytes) {
   if (route_to(m, node) == route::direct)
     return done_here<global_ptr<void>>([&] {
       const node_heap::block b = m.dynamic_heap(node).allocate(bytes);
-      return ptr_access::make<void>(node, b.slot, b.generation, b.offset);
+      return ptr_access::make<void>(node, b.slot, b.generation, b.offset, policy);
     });
-  return request_allocate(node, bytes).then([node](std::array<std::uint64_t, 3> b) {
+  return request_allocate(node, bytes).then([node, policy](std::array<std::uint64_t, 3> b) {
     return ptr_access::make<void>(node, static_cast<std::uint32_t>(b[0]),
-                                  static_cast<std::uint16_t>(b[1]), b[2]);
+                                  static_cast<std::uint16_t>(b[1]), b[2], policy);
   });
 }
 
@@ -232,7 +228,8 @@ future<std::uint64_t> atomic_bits(const allocation_ref& a, std::uint64_t offset,
 }
 
 global_ptr<void> allocate_symmetric(std::uint64_t bytes, const std::byte* pattern,
-                                    std::size_t pattern_bytes, const char* caller) {
+                                    std::size_t pattern_bytes, std::uint8_t policy,
+                                    const char* caller) {
   node_runtime& n = roam::detail::require_node(caller);
   const node_id self = roam::detail::id_of(n);
   process_memory& m = process_memory::require(caller);
@@ -258,7 +255,7 @@ global_ptr<void> allocate_symmetric(std::uint64_t bytes, const std::byte* patter
                       "not in the same order): gvar and distributed_array are built by every "
                       "node, in the same order, with the same size");
   }
-  return ptr_access::make<void>(self, b.slot, b.generation, b.offset);
+  return ptr_access::make<void>(self, b.slot, b.generation, b.offset, policy);
 }
 
 void deallocate_symmetric(const global_ptr<void>& p) noexcept {

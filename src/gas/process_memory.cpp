@@ -80,7 +80,8 @@ process_memory::process_memory(roam::detail::node_runtime& n)
     nodes_.push_back(std::unique_ptr<node_state>(
         new node_state{node_heap(first_ + k, base, heap_bytes_, settings_.max_allocations),
                        node_heap(first_ + k, base + heap_bytes_, node_bytes_ - heap_bytes_,
-                                 settings_.max_allocations, node_heap::symmetric_slot)}));
+                                 settings_.max_allocations, node_heap::symmetric_slot),
+                       node_cache(settings_.cache_bytes, settings_.cache_shards)}));
   }
 }
 
@@ -94,6 +95,17 @@ process_memory* process_memory::current() noexcept {
 
 process_memory::counters& process_memory::counted(const char* caller) {
   return counted_[roam::detail::id_of(roam::detail::sending_node(caller)) - first_];
+}
+
+bool process_memory::reads_directly(node_id node) const noexcept {
+  if (!hosts(node)) return false;
+  if (settings_.path == path::automatic) return true;
+  const roam::detail::node_runtime* self = roam::detail::current_node();
+  return self && roam::detail::id_of(*self) == node;
+}
+
+node_cache& process_memory::cache(const char* caller) {
+  return nodes_[roam::detail::id_of(roam::detail::sending_node(caller)) - first_]->cached;
 }
 
 process_memory& process_memory::require(const char* caller) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "lease_table.hpp"
+#include "node_cache.hpp"
 #include "node_heap.hpp"
 
 #include <roam/gas/gas_settings.hpp>
@@ -47,6 +48,9 @@ class process_memory {
     node_state& s = *nodes_[node - first_];
     return (slot & node_heap::symmetric_slot) ? s.symmetric : s.dynamic;
   }
+  /// Whether the calling thread copies `node`'s memory itself: a node of this process (with
+  /// --roam-gas-path am, only the calling thread's own node).
+  bool reads_directly(node_id node) const noexcept;
   node_heap& dynamic_heap(node_id node) noexcept { return nodes_[node - first_]->dynamic; }
   node_heap& symmetric_heap(node_id node) noexcept { return nodes_[node - first_]->symmetric; }
   const gas_settings& settings() const noexcept { return settings_; }
@@ -74,11 +78,14 @@ class process_memory {
     std::atomic<std::uint64_t> direct{0}, rma{0}, messages{0}, bytes{0};
   };
   counters& counted(const char* caller);
+  /// The calling node's cache (threads of no node: the process's only node's).
+  node_cache& cache(const char* caller);
 
  private:
   struct node_state {
     node_heap dynamic;
     node_heap symmetric;
+    node_cache cached;
   };
   node_id first_;
   node_id count_;

@@ -9,6 +9,7 @@
 // pointer) are roam::memory_error in the future, never a silent success.
 #pragma once
 
+#include <roam/gas/cache.hpp>
 #include <roam/gas/detail/operations.hpp>
 
 #include <type_traits>
@@ -18,12 +19,16 @@ namespace roam::gas {
 /// `count` uninitialized elements of T in node `node`'s heap, from any node (one-sided: the
 /// owner's application does not take part; without a direct path its worker runs a short
 /// handler). The memory is aligned to 64 bytes and lives until deallocate() or the end of
-/// the job. Throws roam::usage_error for a node out of range or outside roam::run.
+/// the job. Other nodes cache what they get of it under `policy` (roam/gas/cache.hpp); the
+/// policy travels in the pointer. Throws roam::usage_error for a node out of range or
+/// outside roam::run.
 template <class T>
-[[nodiscard]] future<global_ptr<T>> allocate(node_id node, std::size_t count = 1) {
+[[nodiscard]] future<global_ptr<T>> allocate(node_id node, std::size_t count = 1,
+                                             cache_policy policy = cache_policy::none) {
   static_assert(std::is_trivially_copyable_v<T>,
                 "roam::gas::allocate: global memory holds trivially copyable values");
-  return detail::allocate_bytes(node, std::uint64_t{count} * sizeof(T))
+  return detail::allocate_bytes(node, std::uint64_t{count} * sizeof(T),
+                                static_cast<std::uint8_t>(policy))
       .then([](global_ptr<void> p) { return reinterpret_pointer_cast<T>(p); });
 }
 

@@ -29,7 +29,7 @@ enum class distribution : std::uint8_t {
 
 /// Where an element lives.
 struct element_place {
-  node_id node = 0;
+  node_id node = 0;          ///< the node that holds it
   std::uint64_t offset = 0;  ///< its position among the node's elements
 };
 
@@ -46,21 +46,25 @@ class distributed_array {
                 "roam::gas::distributed_array holds trivially copyable values");
 
  public:
+  /// Other nodes cache what they get of it under `policy` (roam/gas/cache.hpp).
   distributed_array(collective_t, std::uint64_t size,
-                    gas::distribution layout = gas::distribution::block, const T& initial = T{})
+                    gas::distribution layout = gas::distribution::block, const T& initial = T{},
+                    cache_policy policy = cache_policy::none)
       : size_(size),
         nodes_(roam::num_nodes()),
         per_node_((size + nodes_ - 1) / nodes_),
         layout_(layout),
         mine_(reinterpret_pointer_cast<T>(detail::allocate_symmetric(
             per_node_ * sizeof(T), reinterpret_cast<const std::byte*>(&initial), sizeof(T),
-            "roam::gas::distributed_array"))),
+            static_cast<std::uint8_t>(policy), "roam::gas::distributed_array"))),
         local_(gas::local(mine_, per_node_)) {}
   distributed_array(const distributed_array&) = delete;
   distributed_array& operator=(const distributed_array&) = delete;
   ~distributed_array() { detail::deallocate_symmetric(reinterpret_pointer_cast<void>(mine_)); }
 
+  /// Elements in the array.
   [[nodiscard]] std::uint64_t size() const noexcept { return size_; }
+  /// How they are spread over the nodes.
   [[nodiscard]] gas::distribution layout() const noexcept { return layout_; }
 
   /// The node and position of element `index` (< size()).
@@ -89,9 +93,11 @@ class distributed_array {
   /// This node's elements, by increasing global index.
   std::span<T> local() noexcept { return {local_, local_size(roam::this_node())}; }
 
+  /// Element `index` (roam::usage_error beyond the array).
   [[nodiscard]] future<T> get(std::uint64_t index) const {
     return gas::get(pointer(checked(index, 1)));
   }
+  /// Writes element `index` (roam::usage_error beyond the array).
   [[nodiscard]] future<void> put(std::uint64_t index, const T& value) const {
     return gas::put(pointer(checked(index, 1)), value);
   }
@@ -136,7 +142,7 @@ class distributed_array {
   global_ptr<T> base_on(node_id node) const noexcept {
     using access = detail::ptr_access;
     return access::make<T>(node, access::slot(mine_), access::generation(mine_),
-                           access::offset(mine_));
+                           access::offset(mine_), access::policy(mine_));
   }
   std::uint64_t checked(std::uint64_t first, std::uint64_t count) const {
     if (first > size_ || count > size_ - first)

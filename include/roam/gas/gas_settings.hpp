@@ -31,6 +31,12 @@ struct gas_settings {
   /// Live allocations each node's heap may hold (--roam-gas-max-allocations,
   /// ROAM_GAS_MAX_ALLOCATIONS); its table takes 32 bytes per allocation.
   std::uint32_t max_allocations = 1u << 16;
+  /// Bytes of each node's software cache of remote memory (--roam-gas-cache-bytes,
+  /// ROAM_GAS_CACHE_BYTES), data and bookkeeping; see roam/gas/cache.hpp.
+  std::uint64_t cache_bytes = std::uint64_t{64} << 20;
+  /// Shards of each node's cache, each with its own lock and LRU order
+  /// (--roam-gas-cache-shards, ROAM_GAS_CACHE_SHARDS).
+  std::uint32_t cache_shards = 16;
   /// How operations reach other nodes' memory (--roam-gas-path auto|am, ROAM_GAS_PATH).
   gas::path path = path::automatic;
 

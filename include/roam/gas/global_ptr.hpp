@@ -32,11 +32,13 @@ class global_ptr {
   static_assert(!std::is_reference_v<T>, "roam::global_ptr: T must not be a reference");
 
  public:
-  using element_type = T;
+  using element_type = T;  ///< The type pointed to.
 
-  /// The null pointer.
+  /// The null pointer (also from nullptr).
+  ///@{
   constexpr global_ptr() noexcept = default;
   constexpr global_ptr(std::nullptr_t) noexcept {}  // NOLINT(google-explicit-constructor)
+  ///@}
   /// A pointer to const from a pointer to non-const.
   template <class U>
   requires(std::is_same_v<const U, T> && !std::is_same_v<U, T>) constexpr global_ptr(
@@ -45,9 +47,15 @@ class global_ptr {
 
   /// The node whose memory this points to (meaningless for the null pointer).
   [[nodiscard]] constexpr node_id where() const noexcept { return node_; }
-  [[nodiscard]] constexpr bool is_null() const noexcept { return slot_ == 0; }
-  constexpr explicit operator bool() const noexcept { return slot_ != 0; }
+  /// Whether this is the null pointer (and false as a bool).
+  ///@{
+  [[nodiscard]] constexpr bool is_null() const noexcept { return (slot_ & ~policy_bits) == 0; }
+  constexpr explicit operator bool() const noexcept { return !is_null(); }
+  ///@}
 
+  /// Pointer arithmetic in elements, within the allocation (not checked here: an access
+  /// beyond the allocation is roam::memory_error at the owner).
+  ///@{
   constexpr global_ptr& operator+=(std::ptrdiff_t n) noexcept {
     set_offset(offset() + static_cast<std::uint64_t>(n) * element_bytes());
     return *this;
@@ -68,12 +76,14 @@ class global_ptr {
   friend constexpr global_ptr operator+(global_ptr p, std::ptrdiff_t n) noexcept { return p += n; }
   friend constexpr global_ptr operator+(std::ptrdiff_t n, global_ptr p) noexcept { return p += n; }
   friend constexpr global_ptr operator-(global_ptr p, std::ptrdiff_t n) noexcept { return p -= n; }
+  ///@}
   /// Elements between two pointers into the same allocation.
   friend constexpr std::ptrdiff_t operator-(const global_ptr& a, const global_ptr& b) noexcept {
     return static_cast<std::ptrdiff_t>(a.offset() - b.offset()) /
            static_cast<std::ptrdiff_t>(element_bytes());
   }
 
+  /// Pointers are equal when they name the same element of the same allocation.
   friend constexpr bool operator==(const global_ptr&, const global_ptr&) noexcept = default;
   /// An order (by node, allocation, then offset), so that pointers can key maps.
   friend constexpr std::strong_ordering operator<=>(const global_ptr& a,
@@ -90,6 +100,9 @@ class global_ptr {
   friend struct std::hash<global_ptr>;
 
   static constexpr std::uint64_t offset_mask = (std::uint64_t{1} << 48) - 1;
+  /// Bits of slot_ that hold the allocation's cache policy (roam::gas::cache_policy).
+  static constexpr std::uint32_t policy_shift = 29;
+  static constexpr std::uint32_t policy_bits = 3u << policy_shift;
   static constexpr std::uint64_t element_bytes() noexcept {
     if constexpr (std::is_void_v<T>)
       return 1;
@@ -103,7 +116,7 @@ class global_ptr {
 
   std::uint64_t word_ = 0;  // byte offset in the node's heap (bits 0-47), generation (48-63)
   node_id node_ = 0;
-  std::uint32_t slot_ = 0;  // 0: null
+  std::uint32_t slot_ = 0;  // 0: null; the cache policy in policy_bits
 };
 
 /// The same address seen as another type (for byte-wise access, or the element type the
@@ -117,16 +130,24 @@ namespace gas::detail {
 struct ptr_access {
   template <class T>
   static constexpr global_ptr<T> make(node_id node, std::uint32_t slot, std::uint16_t generation,
-                                      std::uint64_t offset) noexcept {
+                                      std::uint64_t offset, std::uint8_t policy = 0) noexcept {
     global_ptr<T> p;
     p.node_ = node;
-    p.slot_ = slot;
+    p.slot_ = (slot & ~global_ptr<T>::policy_bits) |
+              (std::uint32_t{policy} << global_ptr<T>::policy_shift & global_ptr<T>::policy_bits);
     p.word_ = (std::uint64_t{generation} << 48) | (offset & global_ptr<T>::offset_mask);
     return p;
   }
+  /// The allocation's slot in its node's table (without the policy bits).
   template <class T>
   static constexpr std::uint32_t slot(const global_ptr<T>& p) noexcept {
-    return p.slot_;
+    return p.slot_ & ~global_ptr<T>::policy_bits;
+  }
+  /// The allocation's cache policy (a roam::gas::cache_policy).
+  template <class T>
+  static constexpr std::uint8_t policy(const global_ptr<T>& p) noexcept {
+    return static_cast<std::uint8_t>((p.slot_ & global_ptr<T>::policy_bits) >>
+                                     global_ptr<T>::policy_shift);
   }
   template <class T>
   static constexpr std::uint16_t generation(const global_ptr<T>& p) noexcept {
@@ -143,13 +164,16 @@ struct ptr_access {
 template <class U, class T>
 constexpr global_ptr<U> reinterpret_pointer_cast(const global_ptr<T>& p) noexcept {
   using access = gas::detail::ptr_access;
-  return access::make<U>(p.where(), access::slot(p), access::generation(p), access::offset(p));
+  return access::make<U>(p.where(), access::slot(p), access::generation(p), access::offset(p),
+                         access::policy(p));
 }
 
 }  // namespace roam
 
+/// Hashes a global pointer, for unordered containers.
 template <class T>
 struct std::hash<roam::global_ptr<T>> {
+  /// The hash of `p`.
   std::size_t operator()(const roam::global_ptr<T>& p) const noexcept {
     const std::uint64_t mixed =
         p.word_ ^ (std::uint64_t{p.node_} << 32 | p.slot_) * 0x9e3779b97f4a7c15ull;

@@ -26,10 +26,11 @@ class gvar {
   static_assert(std::is_trivially_copyable_v<T>, "roam::gas::gvar holds trivially copyable values");
 
  public:
-  explicit gvar(collective_t, const T& initial = T{})
-      : mine_(reinterpret_pointer_cast<T>(
-            detail::allocate_symmetric(sizeof(T), reinterpret_cast<const std::byte*>(&initial),
-                                       sizeof(T), "roam::gas::gvar"))),
+  /// Other nodes cache what they get of it under `policy` (roam/gas/cache.hpp).
+  explicit gvar(collective_t, const T& initial = T{}, cache_policy policy = cache_policy::none)
+      : mine_(reinterpret_pointer_cast<T>(detail::allocate_symmetric(
+            sizeof(T), reinterpret_cast<const std::byte*>(&initial), sizeof(T),
+            static_cast<std::uint8_t>(policy), "roam::gas::gvar"))),
         local_(gas::local(mine_)) {}
   gvar(const gvar&) = delete;
   gvar& operator=(const gvar&) = delete;
@@ -39,13 +40,17 @@ class gvar {
   [[nodiscard]] global_ptr<T> on(node_id node) const noexcept {
     using access = detail::ptr_access;
     return access::make<T>(node, access::slot(mine_), access::generation(mine_),
-                           access::offset(mine_));
+                           access::offset(mine_), access::policy(mine_));
   }
   /// This node's instance (the node that built this gvar).
+  ///@{
   T& local() noexcept { return *local_; }
   const T& local() const noexcept { return *local_; }
+  ///@}
 
+  /// Node `node`'s instance, read.
   [[nodiscard]] future<T> get(node_id node) const { return gas::get(on(node)); }
+  /// Node `node`'s instance, written.
   [[nodiscard]] future<void> put(node_id node, const T& value) const {
     return gas::put(on(node), value);
   }

@@ -70,11 +70,17 @@ template <class T>
   return put(dest, &value, 1);
 }
 
-/// Reads `count` elements at `src` into `dest`.
+/// Reads `count` elements at `src` into `dest`. On an allocation with a cache policy, the
+/// calling node's cached copy of exactly these elements serves it if there is one, and a
+/// fetch is kept (roam/gas/cache.hpp).
 template <class T>
 [[nodiscard]] future<void> get(const global_ptr<T>& src, std::remove_const_t<T>* dest,
                                std::size_t count) {
   detail::check_element_type<T>();
+  if (detail::ptr_access::policy(src) != 0)
+    return detail::cached_get(detail::ref_of(src), detail::ptr_access::offset(src),
+                              std::uint64_t{count} * sizeof(T), reinterpret_cast<std::byte*>(dest),
+                              detail::cache_read::any);
   const detail::byte_run run = detail::run_of(src, count);
   return detail::get_runs(detail::ref_of(src), {&run, 1}, reinterpret_cast<std::byte*>(dest),
                           "get");

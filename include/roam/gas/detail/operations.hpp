@@ -16,11 +16,12 @@ struct allocation_ref {
   node_id node = 0;
   std::uint32_t slot = 0;
   std::uint16_t generation = 0;
+  std::uint8_t policy = 0;  ///< how other nodes cache it (roam::gas::cache_policy)
 };
 
 template <class T>
 allocation_ref ref_of(const global_ptr<T>& p) noexcept {
-  return {p.where(), ptr_access::slot(p), ptr_access::generation(p)};
+  return {p.where(), ptr_access::slot(p), ptr_access::generation(p), ptr_access::policy(p)};
 }
 
 /// Bytes [offset, offset + bytes) of a node's heap.
@@ -49,8 +50,21 @@ struct byte_run {
                                          const std::byte* packed,
                                          roam::detail::message_ptr handler);
 
-/// A new allocation of `bytes` on `node`.
-[[nodiscard]] future<global_ptr<void>> allocate_bytes(node_id node, std::uint64_t bytes);
+/// How cached_get uses the calling node's cache.
+enum class cache_read : std::uint8_t {
+  any,          ///< the cached copy if there is one, else fetch and keep (get)
+  cached_only,  ///< the cached copy, or roam::memory_error (lget)
+  refetch,      ///< fetch and keep, whatever is cached (rget)
+};
+/// Reads `bytes` at (a, offset) into `dest` through the calling node's cache (a's policy
+/// says how it is kept); `dest` must stay valid until the future is ready.
+[[nodiscard]] future<void> cached_get(const allocation_ref& a, std::uint64_t offset,
+                                      std::uint64_t bytes, std::byte* dest, cache_read mode);
+
+/// A new allocation of `bytes` on `node`, cached by other nodes under `policy` (a
+/// roam::gas::cache_policy).
+[[nodiscard]] future<global_ptr<void>> allocate_bytes(node_id node, std::uint64_t bytes,
+                                                      std::uint8_t policy);
 [[nodiscard]] future<void> deallocate(const allocation_ref& a);
 
 /// The address of [offset, offset + bytes) of an allocation of a node of this process, or
@@ -82,7 +96,8 @@ enum class atomic_kind : std::uint8_t {
 /// Checked across the nodes: when the nodes did not call it in step, every node throws
 /// roam::usage_error.
 global_ptr<void> allocate_symmetric(std::uint64_t bytes, const std::byte* pattern,
-                                    std::size_t pattern_bytes, const char* caller);
+                                    std::size_t pattern_bytes, std::uint8_t policy,
+                                    const char* caller);
 /// Frees the calling node's part of a symmetric allocation (every node frees its own).
 void deallocate_symmetric(const global_ptr<void>& p) noexcept;
 

@@ -1,0 +1,202 @@
+// The software cache of remote global memory: hits, misses, lget on a miss, rget, eviction
+// order (LRU), keep's refusal when full, concurrent misses fetching once, invalidation and
+// phases. Caching happens for memory the calling thread does not read directly: another
+// process's, or (ROAM_GAS_PATH=am) another node's; elsewhere the same calls read directly,
+// which the tests check instead.
+#include <roam/roam.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+using roam::gas::cache_policy;
+
+template <class Body>
+void run_with_cache(std::uint64_t cache_bytes, Body body) {
+  roam::config cfg = roam::config::from_environment();
+  cfg.set("gas-cache-bytes", std::to_string(cache_bytes));
+  cfg.set("gas-cache-shards", "1");  // one LRU order: eviction order is exact
+  ASSERT_EQ(roam::run(cfg, body), 0);
+}
+
+struct block {
+  std::uint64_t value[8];  // 64 bytes
+};
+constexpr std::uint64_t entry_charge = sizeof(block) + 128;  // node_cache::entry_overhead
+
+/// Whether this node's gets of `p` go through its cache (it does not read `p` directly).
+template <class T>
+bool cached_here(const roam::global_ptr<T>& p) {
+  const auto before = roam::gas::node_cache_statistics();
+  T probe;
+  (void)roam::gas::rget(p, &probe, 1).get();
+  return roam::gas::node_cache_statistics().misses > before.misses;
+}
+
+/// The memory_error message `f` throws, or "".
+template <class F>
+std::string memory_error_of(F&& f) {
+  try {
+    f();
+  } catch (const roam::memory_error& e) {
+    return e.message();
+  }
+  return "";
+}
+
+roam::node_id right_of(roam::node_id me) { return (me + 1) % roam::num_nodes(); }
+
+/// Each node's blocks on its right neighbour, filled with `value` by their owner.
+std::vector<roam::global_ptr<block>> blocks_on_right(cache_policy policy, int count,
+                                                     std::uint64_t value) {
+  const roam::node_id me = roam::this_node();
+  std::vector<roam::global_ptr<block>> mine;
+  for (int i = 0; i < count; ++i) {
+    mine.push_back(roam::gas::allocate<block>(me, 1, policy).get());
+    block b{};
+    for (auto& v : b.value) v = value + i;
+    *roam::gas::local(mine.back()) = b;
+  }
+  // Every node's blocks, then the left neighbour's are the ones on... exchange: node k reads
+  // the blocks node right_of(k) allocated.
+  std::vector<roam::global_ptr<block>> theirs;
+  for (int i = 0; i < count; ++i) {
+    const auto all = roam::allgather(mine[i]);
+    theirs.push_back(all[right_of(me)]);
+  }
+  roam::barrier();
+  return theirs;
+}
+
+TEST(GlobalMemoryCache, GetFetchesOnceThenHitsUntilInvalidated) {
+  run_with_cache(std::uint64_t{1} << 20, [] {
+    const auto p = blocks_on_right(cache_policy::keep, 1, 7)[0];
+    const bool cached = cached_here(p);  // the probe's rget kept it
+    const auto before = roam::gas::node_cache_statistics();
+    for (int i = 0; i < 10; ++i) EXPECT_EQ(roam::gas::get(p).get().value[3], 7u);
+    const auto after = roam::gas::node_cache_statistics();
+    if (cached) {
+      EXPECT_EQ(after.hits - before.hits, 10u);
+      EXPECT_EQ(after.misses, before.misses);
+      EXPECT_EQ(roam::gas::lget(p).value[0], 7u);
+    }
+    roam::barrier();
+    // The owner's neighbour changes the value: the cache keeps the old one until rget.
+    block changed{};
+    for (auto& v : changed.value) v = 99;
+    roam::gas::put(p, changed).get();
+    roam::barrier();
+    if (cached) {
+      EXPECT_EQ(roam::gas::get(p).get().value[0], 7u);  // stale, as documented
+      EXPECT_EQ(roam::gas::rget(p).get().value[0], 99u);
+      EXPECT_EQ(roam::gas::lget(p).value[0], 99u);  // rget updated it
+      roam::gas::invalidate();
+      EXPECT_NE(memory_error_of([&] { (void)roam::gas::lget(p); }).find("not in this node's cache"),
+                std::string::npos);
+      EXPECT_EQ(roam::gas::node_cache_statistics().bytes, 0u);
+    } else {
+      EXPECT_EQ(roam::gas::get(p).get().value[0], 99u);  // read directly: always current
+      EXPECT_EQ(roam::gas::lget(p).value[0], 99u);
+    }
+    roam::gas::end_phase();
+    EXPECT_EQ(roam::gas::node_cache_statistics().bytes, 0u);
+  });
+}
+
+TEST(GlobalMemoryCache, EntriesArePointerAndCount) {
+  run_with_cache(std::uint64_t{1} << 20, [] {
+    const auto p = blocks_on_right(cache_policy::keep, 1, 3)[0];
+    if (!cached_here(p)) return roam::barrier();
+    const auto words = roam::reinterpret_pointer_cast<std::uint64_t>(p);
+    std::uint64_t two[2];
+    roam::gas::get(words, two, 2).get();  // another entry than the block's
+    EXPECT_NE(memory_error_of([&] { roam::gas::lget(words, two, 3); }), "");
+    roam::gas::lget(words, two, 2);
+    EXPECT_EQ(two[1], 3u);
+    roam::barrier();
+  });
+}
+
+TEST(GlobalMemoryCache, LruEvictsTheLeastRecentlyUsedEntry) {
+  run_with_cache(3 * entry_charge, [] {
+    const auto p = blocks_on_right(cache_policy::lru, 4, 10);
+    if (!cached_here(p[0])) return roam::barrier();
+    roam::gas::invalidate();
+    for (int i = 0; i < 3; ++i) (void)roam::gas::get(p[i]).get();  // a b c
+    (void)roam::gas::get(p[0]).get();                              // a is the most recent
+    const auto before = roam::gas::node_cache_statistics();
+    (void)roam::gas::get(p[3]).get();  // d evicts b
+    EXPECT_EQ(roam::gas::node_cache_statistics().evictions - before.evictions, 1u);
+    EXPECT_NE(memory_error_of([&] { (void)roam::gas::lget(p[1]); }), "");
+    EXPECT_EQ(roam::gas::lget(p[0]).value[0], 10u);
+    EXPECT_EQ(roam::gas::lget(p[2]).value[0], 12u);
+    EXPECT_EQ(roam::gas::lget(p[3]).value[0], 13u);
+    EXPECT_LE(roam::gas::node_cache_statistics().bytes, 3 * entry_charge);
+    roam::barrier();
+  });
+}
+
+TEST(GlobalMemoryCache, KeepNeverEvictsAndRefusesWhatDoesNotFit) {
+  run_with_cache(3 * entry_charge, [] {
+    const auto p = blocks_on_right(cache_policy::keep, 4, 20);
+    if (!cached_here(p[0])) return roam::barrier();
+    roam::gas::invalidate();
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(roam::gas::get(p[i]).get().value[0], 20u + i);
+    const auto s = roam::gas::node_cache_statistics();
+    EXPECT_EQ(s.evictions, 0u);
+    EXPECT_GE(s.refused, 1u);
+    EXPECT_EQ(roam::gas::lget(p[0]).value[0], 20u);
+    EXPECT_NE(memory_error_of([&] { (void)roam::gas::lget(p[3]); }), "");
+    roam::barrier();
+  });
+}
+
+TEST(GlobalMemoryCache, ConcurrentMissesOfOneEntryFetchOnce) {
+  run_with_cache(std::uint64_t{1} << 20, [] {
+    const auto p = blocks_on_right(cache_policy::lru, 1, 5)[0];
+    if (!cached_here(p)) return roam::barrier();
+    roam::gas::invalidate();
+    const auto before = roam::gas::node_cache_statistics();
+    std::vector<block> into(16);
+    std::vector<roam::future<void>> gets;
+    for (auto& b : into) gets.push_back(roam::gas::get(p, &b, 1));
+    roam::when_all(std::move(gets)).get();
+    for (const auto& b : into) EXPECT_EQ(b.value[7], 5u);
+    const auto after = roam::gas::node_cache_statistics();
+    EXPECT_EQ(after.misses - before.misses, 1u);
+    EXPECT_EQ(after.hits - before.hits + after.joined - before.joined, 15u);
+    EXPECT_EQ(after.fetched_bytes - before.fetched_bytes, sizeof(block));
+    roam::barrier();
+  });
+}
+
+TEST(GlobalMemoryCache, CachesExactlyWhatIsNotReadDirectly) {
+  run_with_cache(std::uint64_t{1} << 20, [] {
+    const auto p = blocks_on_right(cache_policy::keep, 1, 1)[0];
+    const char* path = std::getenv("ROAM_GAS_PATH");
+    const bool am = path && std::string(path) == "am";
+    const bool other_process = roam::gas::local(p) == nullptr;
+    EXPECT_EQ(cached_here(p), other_process || (am && roam::num_nodes() > 1));
+    roam::barrier();
+  });
+}
+
+TEST(GlobalMemoryCache, UncachedAllocationsAlwaysFetch) {
+  run_with_cache(std::uint64_t{1} << 20, [] {
+    const auto p = blocks_on_right(cache_policy::none, 1, 1)[0];
+    const auto before = roam::gas::node_cache_statistics();
+    for (int i = 0; i < 5; ++i) (void)roam::gas::get(p).get();
+    const auto after = roam::gas::node_cache_statistics();
+    EXPECT_EQ(after.hits, before.hits);
+    EXPECT_EQ(after.misses, before.misses);
+    roam::barrier();
+  });
+}
+
+}  // namespace
