@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <string>
 
 namespace roam::detail {
@@ -86,10 +87,27 @@ std::unique_ptr<exposed_memory> make_mpi_window(MPI_Comm comm, int rank, std::ui
   MPI_Win window = MPI_WIN_NULL;
   const int rc = MPI_Win_allocate(static_cast<MPI_Aint>(bytes), 1, info, comm, &base, &window);
   check_mpi(MPI_Info_free(&info), "MPI_Info_free", rank);
-  if (rc != MPI_SUCCESS)
-    fatal("MPI_Win_allocate of " + std::to_string(bytes) + " bytes failed on rank " +
-          std::to_string(rank) + ": " + mpi_error_text(rc) +
-          " (the global heaps of this process's nodes: make --roam-gas-heap or "
+  // An MPI without one-sided support over this network refuses the window everywhere: the
+  // layer above then goes through active messages. Refused on some processes only, it is
+  // the job's memory that is short.
+  int made = rc == MPI_SUCCESS ? 1 : 0, made_everywhere = 0, made_somewhere = 0;
+  check_mpi(MPI_Allreduce(&made, &made_everywhere, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce",
+            rank);
+  check_mpi(MPI_Allreduce(&made, &made_somewhere, 1, MPI_INT, MPI_MAX, comm), "MPI_Allreduce",
+            rank);
+  if (!made_somewhere) {
+    if (rank == 0)
+      std::fprintf(stderr,
+                   "roam: warning: MPI cannot make a window for one-sided copies (%s); global "
+                   "memory goes through active messages\n",
+                   mpi_error_text(rc).c_str());
+    return nullptr;
+  }
+  if (!made_everywhere)
+    fatal("MPI_Win_allocate of " + std::to_string(bytes) + " bytes failed on " +
+          (made ? std::string("another rank")
+                : "rank " + std::to_string(rank) + ": " + mpi_error_text(rc)) +
+          " (the global heaps of a process's nodes: make --roam-gas-heap or "
           "--roam-gas-symmetric-heap smaller, or give MPI more shared memory)");
   check_mpi(MPI_Win_set_errhandler(window, MPI_ERRORS_RETURN), "MPI_Win_set_errhandler", rank);
   int* model = nullptr;

@@ -264,10 +264,16 @@ future<std::decay_t<T>> make_ready_future(T&& value) {
   p.set_value(std::forward<T>(value));
   return p.get_future();
 }
+/// A ready future<void>. Every such future shares one immortal state (no allocation: one-sided
+/// operations that complete at once return one per call), which is safe because a void state
+/// is never consumed.
 inline future<void> make_ready_future() {
-  promise<void> p;
-  p.set_value();
-  return p.get_future();
+  static const std::shared_ptr<detail::shared_state<void>> ready = [] {
+    static detail::shared_state<void> state;
+    state.set_value({});
+    return std::shared_ptr<detail::shared_state<void>>(&state, [](detail::shared_state<void>*) {});
+  }();
+  return detail::make_future<void>(ready);
 }
 
 namespace detail {
