@@ -23,6 +23,7 @@
 #include <roam/gas/gvar.hpp>
 #include <roam/gas/one_sided.hpp>
 #include <roam/gas/statistics.hpp>
+#include <roam/gas/ward_region.hpp>
 #include <roam/lb/policy.hpp>
 #include <roam/mobile/lifecycle.hpp>
 #include <roam/mobile/mobile_ptr.hpp>

@@ -36,6 +36,12 @@ std::vector<setting<gas_settings>> global_memory_settings() {
        [](gas_settings& s, std::string_view v, const std::string& o) {
          s.cache_shards = count(v, o, 1, 1024);
        }},
+      {"gas-ward-check", "ROAM_GAS_WARD_CHECK", "on|off",
+       "WARD regions report a read-after-write across nodes at close (debugging; default off)",
+       true,
+       [](gas_settings& s, std::string_view v, const std::string& o) {
+         s.ward_check = on_off(v, o);
+       }},
       {"gas-path", "ROAM_GAS_PATH", "auto|am",
        "how one-sided operations reach other nodes' memory: auto (direct copies inside a "
        "process, active messages between processes) or am (active messages to every other "

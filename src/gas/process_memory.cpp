@@ -81,7 +81,7 @@ process_memory::process_memory(roam::detail::node_runtime& n)
         new node_state{node_heap(first_ + k, base, heap_bytes_, settings_.max_allocations),
                        node_heap(first_ + k, base + heap_bytes_, node_bytes_ - heap_bytes_,
                                  settings_.max_allocations, node_heap::symmetric_slot),
-                       node_cache(settings_.cache_bytes, settings_.cache_shards)}));
+                       node_cache(settings_.cache_bytes, settings_.cache_shards), ward_merges()}));
   }
 }
 

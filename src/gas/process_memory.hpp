@@ -4,6 +4,7 @@
 #include "lease_table.hpp"
 #include "node_cache.hpp"
 #include "node_heap.hpp"
+#include "ward_merges.hpp"
 
 #include <roam/gas/gas_settings.hpp>
 #include <roam/transport/detail/exposed_memory.hpp>
@@ -51,6 +52,8 @@ class process_memory {
   /// Whether the calling thread copies `node`'s memory itself: a node of this process (with
   /// --roam-gas-path am, only the calling thread's own node).
   bool reads_directly(node_id node) const noexcept;
+  /// The merges of WARD regions over memory of `node` (a node of this process).
+  ward_merges& merges_of(node_id node) noexcept { return nodes_[node - first_]->merging; }
   node_heap& dynamic_heap(node_id node) noexcept { return nodes_[node - first_]->dynamic; }
   node_heap& symmetric_heap(node_id node) noexcept { return nodes_[node - first_]->symmetric; }
   const gas_settings& settings() const noexcept { return settings_; }
@@ -86,6 +89,7 @@ class process_memory {
     node_heap dynamic;
     node_heap symmetric;
     node_cache cached;
+    ward_merges merging;  // WARD regions on this node's memory being closed
   };
   node_id first_;
   node_id count_;

@@ -37,6 +37,9 @@ struct gas_settings {
   /// Shards of each node's cache, each with its own lock and LRU order
   /// (--roam-gas-cache-shards, ROAM_GAS_CACHE_SHARDS).
   std::uint32_t cache_shards = 16;
+  /// Whether WARD regions check their contract at close() by default (--roam-gas-ward-check
+  /// on|off, ROAM_GAS_WARD_CHECK); see roam/gas/ward_region.hpp.
+  bool ward_check = false;
   /// How operations reach other nodes' memory (--roam-gas-path auto|am, ROAM_GAS_PATH).
   gas::path path = path::automatic;
 
