@@ -44,8 +44,8 @@ std::vector<setting<gas_settings>> global_memory_settings() {
        }},
       {"gas-path", "ROAM_GAS_PATH", "auto|am",
        "how one-sided operations reach other nodes' memory: auto (direct copies inside a "
-       "process, active messages between processes) or am (active messages to every other "
-       "node) (default auto)",
+       "process, MPI RMA between processes, active messages where neither serves) or am "
+       "(active messages to every other node) (default auto)",
        false,
        [](gas_settings& s, std::string_view v, const std::string& o) {
          s.path = choice(v, o, {"auto", "am"}) == 0 ? path::automatic : path::active_messages;

@@ -9,8 +9,9 @@ namespace roam::gas {
 
 /// How one-sided operations reach memory of another node.
 enum class path : std::uint8_t {
-  /// Direct copies between the heaps of nodes of one process; active messages to nodes of
-  /// other processes.
+  /// Direct copies between the heaps of nodes of one process; MPI RMA (under a lease) to
+  /// nodes of other processes; active messages for the first access to an allocation, for
+  /// atomics and put_then, and where MPI cannot make a window.
   automatic,
   /// Active messages to every other node, in this process too: the owner's worker copies
   /// (the fallback, and what the other paths are measured against).
