@@ -17,6 +17,7 @@
 #include <roam/gas/allocate.hpp>
 #include <roam/gas/atomics.hpp>
 #include <roam/gas/cache.hpp>
+#include <roam/gas/cached_array.hpp>
 #include <roam/gas/counter.hpp>
 #include <roam/gas/distributed_array.hpp>
 #include <roam/gas/gas_settings.hpp>

@@ -26,6 +26,14 @@ future<void> cached_get(const allocation_ref& a, std::uint64_t offset, std::uint
                                  });
 }
 
+bool read_cached(const allocation_ref& a, std::uint64_t offset, std::uint64_t bytes,
+                 std::byte* dest) {
+  const char* operation = "get";
+  process_memory& m = process_memory::require(operation);
+  if (a.policy == 0 || a.slot == 0 || m.reads_directly(a.node)) return false;
+  return m.cache(operation).read_hit({a.node, a.slot, a.generation, offset, bytes}, dest);
+}
+
 }  // namespace detail
 
 void invalidate() {

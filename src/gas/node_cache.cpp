@@ -17,21 +17,30 @@ std::size_t node_cache::key_hash::operator()(const key& k) const noexcept {
   return static_cast<std::size_t>(h ^ (h >> 29));
 }
 
+bool node_cache::read_hit(const key& k, std::byte* dest) {
+  shard& s = shard_of(k);
+  std::lock_guard guard(s.lock);
+  return hit_locked(s, k, dest);
+}
+
+bool node_cache::hit_locked(shard& s, const key& k, std::byte* dest) {
+  const auto hit = s.entries.find(k);
+  if (hit == s.entries.end()) return false;
+  if (k.bytes != 0) std::memcpy(dest, hit->second.data.data(), k.bytes);
+  if (hit->second.evictable) s.recent.splice(s.recent.begin(), s.recent, hit->second.recency);
+  hits_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
 future<void> node_cache::read(const key& k, std::byte* dest, cache_read mode, cache_policy policy,
                               const fetch_function& fetch) {
   shard& s = shard_of(k);
   promise<void> done;
-  future<void> result = done.get_future();
+  future<void> result;
   {
     std::lock_guard guard(s.lock);
-    if (mode != cache_read::refetch)
-      if (const auto hit = s.entries.find(k); hit != s.entries.end()) {
-        if (k.bytes != 0) std::memcpy(dest, hit->second.data.data(), k.bytes);
-        if (hit->second.evictable) s.recent.splice(s.recent.begin(), s.recent, hit->second.recency);
-        hits_.fetch_add(1, std::memory_order_relaxed);
-        done.set_value();
-        return result;
-      }
+    if (mode != cache_read::refetch && hit_locked(s, k, dest)) return make_ready_future();
+    result = done.get_future();
     if (mode == cache_read::cached_only) {
       done.set_exception(std::make_exception_ptr(memory_error(
           "roam::gas::lget: " + std::to_string(k.bytes) + " bytes at offset " +

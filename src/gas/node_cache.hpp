@@ -46,6 +46,8 @@ class node_cache {
   /// came under `policy`). `dest` stays valid until the future is ready.
   future<void> read(const key& k, std::byte* dest, cache_read mode, cache_policy policy,
                     const fetch_function& fetch);
+  /// Copies the entry `k` into `dest` and returns true (a hit), or returns false.
+  bool read_hit(const key& k, std::byte* dest);
   /// Forgets every entry; fetches in flight are not kept.
   void invalidate();
   cache_statistics statistics() const;
@@ -80,6 +82,8 @@ class node_cache {
   };
 
   shard& shard_of(const key& k) noexcept { return shards_[key_hash{}(k) % shards_.size()]; }
+  /// A hit of `k` in `s` (under its lock): copied into `dest`, counted, made most recent.
+  bool hit_locked(shard& s, const key& k, std::byte* dest);
   /// Keeps `data` for `k` in `s` (under its lock) if it fits after evicting what may go.
   void keep(shard& s, const key& k, std::vector<std::byte> data, cache_policy policy);
   void fetched(const key& k, const std::shared_ptr<std::vector<std::byte>>& data,

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
@@ -183,6 +184,40 @@ TEST(GlobalMemoryCache, CachesExactlyWhatIsNotReadDirectly) {
     const bool am = path && std::string(path) == "am";
     const bool other_process = roam::gas::local(p) == nullptr;
     EXPECT_EQ(cached_here(p), other_process || (am && roam::num_nodes() > 1));
+    roam::barrier();
+  });
+}
+
+TEST(GlobalMemoryCache, ACachedArrayFetchesEachBlockOnceForAllTasks) {
+  run_with_cache(std::uint64_t{1} << 20, [] {
+    const roam::node_id me = roam::this_node();
+    constexpr std::size_t count = 1000, block = 64;
+    const auto mine = roam::gas::allocate<std::int64_t>(me, count).get();
+    for (std::size_t i = 0; i < count; ++i)
+      roam::gas::local(mine, count)[i] = std::int64_t(me) * 100000 + i;
+    const auto theirs = roam::allgather(mine)[right_of(me)];
+    const bool copied = roam::gas::local(theirs) == nullptr;
+    roam::gas::cached_array<std::int64_t> array(theirs, count, block);
+    std::atomic<long> wrong{0};
+    roam::parallel_for(
+        std::size_t{0}, count * 4,
+        [&](std::size_t k) {
+          const std::size_t i = (k * 7919) % count;  // every element, four times, out of order
+          if (array[i] != std::int64_t(right_of(me)) * 100000 + std::int64_t(i)) ++wrong;
+        },
+        16);
+    EXPECT_EQ(wrong.load(), 0);
+    EXPECT_EQ(array.size(), count);
+    EXPECT_EQ(array.fetches(), copied ? (count + block - 1) / block : 0u);
+    EXPECT_EQ(array.fetched_bytes(), copied ? count * sizeof(std::int64_t) : 0u);
+    roam::barrier();
+    roam::gas::deallocate(mine).get();
+    roam::barrier();
+    if (copied) {  // a fetch from freed memory is the reader's error; read blocks stay
+      roam::gas::cached_array<std::int64_t> late(theirs, count, block);
+      EXPECT_NE(memory_error_of([&] { (void)late[0]; }), "");
+      EXPECT_NE(memory_error_of([&] { (void)late[0]; }), "");  // tried again, not stuck
+    }
     roam::barrier();
   });
 }

@@ -77,10 +77,15 @@ template <class T>
 [[nodiscard]] future<void> get(const global_ptr<T>& src, std::remove_const_t<T>* dest,
                                std::size_t count) {
   detail::check_element_type<T>();
-  if (detail::ptr_access::policy(src) != 0)
-    return detail::cached_get(detail::ref_of(src), detail::ptr_access::offset(src),
-                              std::uint64_t{count} * sizeof(T), reinterpret_cast<std::byte*>(dest),
+  if (detail::ptr_access::policy(src) != 0) {
+    const auto a = detail::ref_of(src);
+    const std::uint64_t at = detail::ptr_access::offset(src);
+    const std::uint64_t bytes = std::uint64_t{count} * sizeof(T);
+    if (detail::read_cached(a, at, bytes, reinterpret_cast<std::byte*>(dest)))
+      return make_ready_future();
+    return detail::cached_get(a, at, bytes, reinterpret_cast<std::byte*>(dest),
                               detail::cache_read::any);
+  }
   const detail::byte_run run = detail::run_of(src, count);
   return detail::get_runs(detail::ref_of(src), {&run, 1}, reinterpret_cast<std::byte*>(dest),
                           "get");
@@ -89,6 +94,12 @@ template <class T>
 template <class T>
 [[nodiscard]] future<std::remove_const_t<T>> get(const global_ptr<T>& src) {
   using V = std::remove_const_t<T>;
+  if (detail::ptr_access::policy(src) != 0) {
+    V hit;
+    if (detail::read_cached(detail::ref_of(src), detail::ptr_access::offset(src), sizeof(V),
+                            reinterpret_cast<std::byte*>(&hit)))
+      return make_ready_future(hit);
+  }
   auto value = std::make_shared<V>();
   return get(src, value.get(), 1).then([value] { return *value; });
 }

@@ -61,6 +61,12 @@ enum class cache_read : std::uint8_t {
 [[nodiscard]] future<void> cached_get(const allocation_ref& a, std::uint64_t offset,
                                       std::uint64_t bytes, std::byte* dest, cache_read mode);
 
+/// Copies the calling node's cached copy of `bytes` at (a, offset) into `dest` and returns
+/// true (a hit), or returns false: nothing cached (or `a` is read directly), nothing copied.
+/// The fast path of get on cached allocations: no future, no allocation.
+bool read_cached(const allocation_ref& a, std::uint64_t offset, std::uint64_t bytes,
+                 std::byte* dest);
+
 /// A new allocation of `bytes` on `node`, cached by other nodes under `policy` (a
 /// roam::gas::cache_policy).
 [[nodiscard]] future<global_ptr<void>> allocate_bytes(node_id node, std::uint64_t bytes,
