@@ -6,6 +6,8 @@
 #include <roam/gas/cache.hpp>
 #include <roam/gas/detail/operations.hpp>
 
+#include <string>
+
 namespace roam::gas {
 
 namespace detail {
@@ -18,8 +20,19 @@ future<void> cached_get(const allocation_ref& a, std::uint64_t offset, std::uint
   process_memory& m = process_memory::require(operation);
   const byte_run run{offset, bytes};
   // Memory the calling thread reads directly is read where it is: a copy would only go stale.
-  if (a.policy == 0 || a.slot == 0 || m.reads_directly(a.node))
+  if (a.slot == 0 || m.reads_directly(a.node)) return get_runs(a, {&run, 1}, dest, operation);
+  if (a.policy == 0) {
+    if (mode == cache_read::cached_only) {
+      promise<void> refused;
+      refused.set_exception(std::make_exception_ptr(
+          memory_error("roam::gas::lget: allocation " + std::to_string(a.slot) + " on node " +
+                       std::to_string(a.node) +
+                       " has no cache policy: nothing of it is ever cached (allocate it with "
+                       "cache_policy::keep or lru)")));
+      return refused.get_future();
+    }
     return get_runs(a, {&run, 1}, dest, operation);
+  }
   return m.cache(operation).read({a.node, a.slot, a.generation, offset, bytes}, dest, mode,
                                  static_cast<cache_policy>(a.policy), [a, run](std::byte* into) {
                                    return get_runs(a, {&run, 1}, into, "get");

@@ -37,6 +37,7 @@ future<void> node_cache::read(const key& k, std::byte* dest, cache_read mode, ca
   shard& s = shard_of(k);
   promise<void> done;
   future<void> result;
+  std::shared_ptr<pending> mine;
   {
     std::lock_guard guard(s.lock);
     if (mode != cache_read::refetch && hit_locked(s, k, dest)) return make_ready_future();
@@ -50,15 +51,22 @@ future<void> node_cache::read(const key& k, std::byte* dest, cache_read mode, ca
           "and count, evicted, or invalidated since)")));
       return result;
     }
-    if (const auto running = s.fetching.find(k); running != s.fetching.end()) {
-      running->second.waiters.push_back({dest, std::move(done)});
+    // Join a fetch in flight only when it started after the last invalidation and the
+    // caller does not ask for a fresh copy: an rget after a put, or a get after end_phase(),
+    // must not receive bytes read before them.
+    const std::uint64_t now = epoch_.load(std::memory_order_acquire);
+    if (const auto running = s.fetching.find(k); running != s.fetching.end() &&
+                                                 mode != cache_read::refetch &&
+                                                 running->second->epoch == now) {
+      running->second->waiters.push_back({dest, std::move(done)});
       joined_.fetch_add(1, std::memory_order_relaxed);
       return result;
     }
-    pending& p = s.fetching[k];
-    p.epoch = epoch_.load(std::memory_order_acquire);
-    p.policy = policy;
-    p.waiters.push_back({dest, std::move(done)});
+    mine = std::make_shared<pending>();
+    mine->epoch = now;
+    mine->policy = policy;
+    mine->waiters.push_back({dest, std::move(done)});
+    s.fetching[k] = mine;  // later misses join this one (an older fetch still completes)
     misses_.fetch_add(1, std::memory_order_relaxed);
   }
   auto data = std::make_shared<std::vector<std::byte>>(k.bytes);
@@ -66,30 +74,32 @@ future<void> node_cache::read(const key& k, std::byte* dest, cache_read mode, ca
   try {
     fetching = fetch(data->data());
   } catch (...) {
-    fetched(k, data, std::current_exception());
+    fetched(k, mine, data, std::current_exception());
     return result;
   }
   auto state = roam::detail::release_state(std::move(fetching));
-  state->on_ready(
-      [this, k, data, state] { fetched(k, data, state->has_error() ? state->error() : nullptr); });
+  state->on_ready([this, k, mine, data, state] {
+    fetched(k, mine, data, state->has_error() ? state->error() : nullptr);
+  });
   return result;
 }
 
-void node_cache::fetched(const key& k, const std::shared_ptr<std::vector<std::byte>>& data,
+void node_cache::fetched(const key& k, const std::shared_ptr<pending>& p,
+                         const std::shared_ptr<std::vector<std::byte>>& data,
                          std::exception_ptr error) {
   shard& s = shard_of(k);
-  pending p;
+  std::vector<waiter> waiters;
   {
     std::lock_guard guard(s.lock);
-    const auto at = s.fetching.find(k);
-    p = std::move(at->second);
-    s.fetching.erase(at);
+    if (const auto at = s.fetching.find(k); at != s.fetching.end() && at->second == p)
+      s.fetching.erase(at);
+    waiters = std::move(p->waiters);
     if (!error) {
       fetched_bytes_.fetch_add(k.bytes, std::memory_order_relaxed);
-      if (p.epoch == epoch_.load(std::memory_order_acquire)) keep(s, k, *data, p.policy);
+      if (p->epoch == epoch_.load(std::memory_order_acquire)) keep(s, k, *data, p->policy);
     }
   }
-  for (waiter& w : p.waiters) {
+  for (waiter& w : waiters) {
     if (error) {
       w.done.set_exception(error);
       continue;
@@ -101,6 +111,10 @@ void node_cache::fetched(const key& k, const std::shared_ptr<std::vector<std::by
 
 void node_cache::keep(shard& s, const key& k, std::vector<std::byte> data, cache_policy policy) {
   const std::uint64_t charge = k.bytes + entry_overhead;
+  if (charge > shard_capacity_) {  // could never fit: leave the shard as it is
+    refused_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   if (const auto old = s.entries.find(k); old != s.entries.end()) {  // an rget's refresh
     if (old->second.evictable) s.recent.erase(old->second.recency);
     s.bytes -= charge;

@@ -78,7 +78,7 @@ class node_cache {
     std::unordered_map<key, entry, key_hash> entries;
     std::list<key> recent;  // evictable entries, most recently used first
     std::uint64_t bytes = 0;
-    std::unordered_map<key, pending, key_hash> fetching;
+    std::unordered_map<key, std::shared_ptr<pending>, key_hash> fetching;  // the newest per key
   };
 
   shard& shard_of(const key& k) noexcept { return shards_[key_hash{}(k) % shards_.size()]; }
@@ -86,8 +86,8 @@ class node_cache {
   bool hit_locked(shard& s, const key& k, std::byte* dest);
   /// Keeps `data` for `k` in `s` (under its lock) if it fits after evicting what may go.
   void keep(shard& s, const key& k, std::vector<std::byte> data, cache_policy policy);
-  void fetched(const key& k, const std::shared_ptr<std::vector<std::byte>>& data,
-               std::exception_ptr error);
+  void fetched(const key& k, const std::shared_ptr<pending>& p,
+               const std::shared_ptr<std::vector<std::byte>>& data, std::exception_ptr error);
 
   std::uint64_t shard_capacity_;
   std::vector<shard> shards_;

@@ -191,17 +191,17 @@ future<global_ptr<void>> allocate_bytes(node_id node, std::uint64_t bytes, std::
   });
 }
 
-future<void> deallocate(const allocation_ref& a) {
+future<void> deallocate(const allocation_ref& a, std::uint64_t offset) {
   process_memory& m = process_memory::require("roam::gas::deallocate");
   if (a.slot == 0) return failed<void>(std::make_exception_ptr(null_pointer("deallocate")));
-  if (route_to(m, a.node) != route::direct) return request_deallocate(a);
-  if (a.slot & node_heap::symmetric_slot)
-    return failed<void>(std::make_exception_ptr(memory_error(
-        "roam::gas::deallocate: the pointer names a symmetric allocation (a gvar's or a "
-        "distributed_array's), which is freed by destroying it on every node")));
   try {
-    return release(m, a);
-  } catch (const memory_error&) {
+    if (route_to(m, a.node) != route::direct) return request_deallocate(a, offset);
+    if (a.slot & node_heap::symmetric_slot)
+      throw memory_error(
+          "roam::gas::deallocate: the pointer names a symmetric allocation (a gvar's or a "
+          "distributed_array's), which is freed by destroying it on every node");
+    return release(m, a, offset);
+  } catch (...) {
     return failed<void>(std::current_exception());
   }
 }
@@ -209,8 +209,8 @@ future<void> deallocate(const allocation_ref& a) {
 std::byte* local_address(const allocation_ref& a, std::uint64_t offset, std::uint64_t bytes,
                          const char* operation) {
   process_memory& m = process_memory::require(operation);
-  if (!m.hosts(a.node)) return nullptr;
   if (a.slot == 0) throw null_pointer(operation);
+  if (!m.hosts(a.node)) return nullptr;
   return m.heap_of(a.node, a.slot).resolve(a.slot, a.generation, offset, bytes, operation);
 }
 
@@ -234,35 +234,51 @@ global_ptr<void> allocate_symmetric(std::uint64_t bytes, const std::byte* patter
   const node_id self = roam::detail::id_of(n);
   process_memory& m = process_memory::require(caller);
   node_heap& heap = m.symmetric_heap(self);
-  const node_heap::block b = heap.allocate(bytes);
-  std::byte* mine = heap.resolve(b.slot, b.generation, b.offset, bytes, caller);
-  for (std::uint64_t at = 0; pattern_bytes != 0 && at + pattern_bytes <= bytes; at += pattern_bytes)
-    std::memcpy(mine + at, pattern, pattern_bytes);
+  // A node whose allocation fails still takes part in the check below, so that every node
+  // learns of it instead of waiting for it.
+  node_heap::block b;
+  std::exception_ptr failure;
+  try {
+    b = heap.allocate(bytes);
+    std::byte* mine = heap.resolve(b.slot, b.generation, b.offset, bytes, caller);
+    for (std::uint64_t at = 0; pattern_bytes != 0 && at + pattern_bytes <= bytes;
+         at += pattern_bytes)
+      std::memcpy(mine + at, pattern, pattern_bytes);
+  } catch (const memory_error&) {
+    failure = std::current_exception();
+  }
   // Every node must have made the same symmetric allocations in the same order: the lowest
-  // and the highest (slot, generation, offset, bytes) of the nodes agree only then.
-  const std::uint64_t signature = (std::uint64_t{b.slot} << 16 | b.generation) ^ (b.offset << 1);
-  std::array<std::uint64_t, 4> both{signature, bytes, ~signature, ~bytes};
-  both = roam::allreduce(
-      both, [](const std::array<std::uint64_t, 4>& x, const std::array<std::uint64_t, 4>& y) {
-        std::array<std::uint64_t, 4> r{};
+  // and the highest (slot, generation, offset, bytes) of the nodes agree only then. A node
+  // that failed contributes a signature no allocation has.
+  const std::uint64_t signature =
+      failure ? ~std::uint64_t{0} : (std::uint64_t{b.slot} << 16 | b.generation) ^ (b.offset << 1);
+  std::array<std::uint64_t, 5> all{signature, bytes, ~signature, ~bytes, failure ? 1u : 0u};
+  all = roam::allreduce(
+      all, [](const std::array<std::uint64_t, 5>& x, const std::array<std::uint64_t, 5>& y) {
+        std::array<std::uint64_t, 5> r{};
         for (std::size_t i = 0; i < 4; ++i) r[i] = std::min(x[i], y[i]);
+        r[4] = std::max(x[4], y[4]);
         return r;
       });
-  if (both[0] != ~both[2] || both[1] != ~both[3]) {
-    (void)heap.start_release(b.slot, b.generation);  // no node holds a lease yet
-    throw usage_error(std::string(caller) +
-                      ": the nodes made different symmetric allocations (another size, or "
-                      "not in the same order): gvar and distributed_array are built by every "
-                      "node, in the same order, with the same size");
-  }
-  return ptr_access::make<void>(self, b.slot, b.generation, b.offset, policy);
+  const bool agreed = all[0] == ~all[2] && all[1] == ~all[3] && all[4] == 0;
+  if (agreed) return ptr_access::make<void>(self, b.slot, b.generation, b.offset, policy);
+  if (!failure) (void)heap.start_release(b.slot, b.generation);  // no node holds a lease yet
+  if (failure) std::rethrow_exception(failure);
+  if (all[4] != 0)
+    throw memory_error(std::string(caller) +
+                       ": another node could not make its part (its symmetric heap is full: "
+                       "--roam-gas-symmetric-heap)");
+  throw usage_error(std::string(caller) +
+                    ": the nodes made different symmetric allocations (another size, or not in "
+                    "the same order): gvar and distributed_array are built by every node, in the "
+                    "same order, with the same size");
 }
 
 void deallocate_symmetric(const global_ptr<void>& p) noexcept {
   process_memory* m = process_memory::current();
   if (!m || !m->hosts(p.where())) return;
   try {
-    release(*m, ref_of(p)).get();
+    release(*m, ref_of(p), ptr_access::offset(p)).get();
   } catch (const memory_error&) {
     // Freed with the job's memory already (destroyed after roam::run): nothing to free.
   } catch (const std::exception& e) {

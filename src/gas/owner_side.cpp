@@ -17,8 +17,6 @@ using roam::detail::node_runtime;
 
 /// Room a request takes besides its data: the header, the allocation, the run list's length.
 constexpr std::uint64_t request_overhead = 512;
-/// Bytes of a run in a request's run list.
-constexpr std::uint64_t run_bytes = sizeof(byte_run);
 
 /// Checks every run against the allocation (nothing is copied when one is out of bounds)
 /// and returns the allocation's extent.
@@ -91,13 +89,13 @@ struct allocate_request {
 };
 
 struct deallocate_request {
-  void operator()(std::uint32_t slot, std::uint16_t generation) const {
+  void operator()(std::uint32_t slot, std::uint16_t generation, std::uint64_t offset) const {
     const allocation_ref a = owned(slot, generation);
     if (a.slot & node_heap::symmetric_slot)
       throw memory_error(
           "roam::gas::deallocate: the pointer names a symmetric allocation (a gvar's or a "
           "distributed_array's), which is freed by destroying it on every node");
-    release(process_memory::require("roam::gas::deallocate"), a).get();
+    release(process_memory::require("roam::gas::deallocate"), a, offset).get();
   }
 };
 
@@ -161,45 +159,18 @@ I apply_typed(I& target, atomic_kind kind, I operand, I desired) {
   return I{};
 }
 
-/// Splits `runs` into requests of at most `limit` bytes (data and run list): calls
-/// `each(runs of the piece, offset of its data in the packed bytes, its data bytes)`.
-template <class Each>
-void split_requests(std::span<const byte_run> runs, std::uint64_t limit, Each&& each) {
-  std::vector<byte_run> piece;
-  std::uint64_t piece_data = 0, piece_start = 0, cost = 0;
-  auto flush = [&] {
-    if (piece.empty()) return;
-    each(piece, piece_start, piece_data);
-    piece_start += piece_data;
-    piece.clear();
-    piece_data = cost = 0;
-  };
-  for (byte_run r : runs) {
-    do {
-      if (cost + run_bytes + 1 > limit) flush();
-      const std::uint64_t take = std::min(r.bytes, limit - cost - run_bytes);
-      piece.push_back({r.offset, take});
-      piece_data += take;
-      cost += run_bytes + take;
-      r.offset += take;
-      r.bytes -= take;
-    } while (r.bytes != 0);
-  }
-  flush();
-}
-
-std::uint64_t request_limit(node_id dest) {
-  node_runtime& n = roam::detail::sending_node("roam::gas");
-  const std::uint64_t largest = roam::detail::largest_message_to(n, dest);
-  return largest > 2 * request_overhead ? largest - request_overhead : request_overhead;
-}
-
 future<void> joined(std::vector<future<void>> pieces) {
   if (pieces.size() == 1) return std::move(pieces.front());
   return when_all(std::move(pieces));
 }
 
 }  // namespace
+
+std::uint64_t request_limit(node_id dest) {
+  node_runtime& n = roam::detail::sending_node("roam::gas");
+  const std::uint64_t largest = roam::detail::largest_message_to(n, dest);
+  return largest > 2 * request_overhead ? largest - request_overhead : request_overhead;
+}
 
 void copy_in(process_memory& m, const allocation_ref& a, std::span<const byte_run> runs,
              const std::byte* packed, const char* operation) {
@@ -252,18 +223,35 @@ std::uint64_t apply_atomic(process_memory& m, const allocation_ref& a, std::uint
   return apply_typed(*reinterpret_cast<std::uint64_t*>(at), kind, operand, desired);
 }
 
-future<void> release(process_memory& m, const allocation_ref& a) {
+future<void> release(process_memory& m, const allocation_ref& a, std::uint64_t offset) {
   node_heap& heap = m.heap_of(a.node, a.slot);
+  if (const node_heap::extent e = heap.extent_of(a.slot, a.generation, "deallocate");
+      offset != e.begin)
+    throw memory_error("roam::gas::deallocate: the pointer is " + std::to_string(offset - e.begin) +
+                       " bytes into its allocation on node " + std::to_string(a.node) +
+                       ": free an allocation through the pointer allocate() returned");
   const std::vector<std::uint32_t> holders = heap.start_release(a.slot, a.generation);
   if (holders.empty()) return make_ready_future();
   // Each holder process drops its lease (waiting for its copies under it) before the
-  // memory can be reused.
+  // memory can be reused. A recall that fails means its process is gone (the job ends):
+  // the memory is freed all the same, and the error reported.
   std::vector<future<void>> recalls;
   recalls.reserve(holders.size());
   const node_id per_process = m.nodes_per_process();
   for (std::uint32_t h : holders)
     recalls.push_back(roam::call(h * per_process, recall_request{}, a.node, a.slot, a.generation));
-  return joined(std::move(recalls)).then([&heap, a] { heap.finish_release(a.slot, a.generation); });
+  auto all = roam::detail::release_state(joined(std::move(recalls)));
+  promise<void> freed;
+  future<void> result = freed.get_future();
+  all->on_ready([all, a, done = std::make_shared<promise<void>>(std::move(freed))] {
+    if (process_memory* now = process_memory::current())
+      now->heap_of(a.node, a.slot).finish_release(a.slot, a.generation);
+    if (all->has_error())
+      done->set_exception(all->error());
+    else
+      done->set_value();
+  });
+  return result;
 }
 
 future<void> request_put(const allocation_ref& a, std::span<const byte_run> runs,
@@ -322,8 +310,8 @@ future<std::array<std::uint64_t, 3>> request_allocate(node_id node, std::uint64_
   return roam::call(node, allocate_request{}, bytes);
 }
 
-future<void> request_deallocate(const allocation_ref& a) {
-  return roam::call(a.node, deallocate_request{}, a.slot, a.generation);
+future<void> request_deallocate(const allocation_ref& a, std::uint64_t offset) {
+  return roam::call(a.node, deallocate_request{}, a.slot, a.generation, offset);
 }
 
 future<std::uint64_t> request_atomic(const allocation_ref& a, std::uint64_t offset,
@@ -336,15 +324,24 @@ future<std::uint64_t> request_atomic(const allocation_ref& a, std::uint64_t offs
 
 void request_lease(process_memory& m, const allocation_ref& a) {
   if (!m.leases().begin_request(a.node, a.slot, a.generation)) return;
-  auto answer = roam::detail::release_state(
-      roam::call(a.node, lease_request{}, a.slot, a.generation, m.this_process()));
-  answer->on_ready([&m, a, answer] {
+  future<std::array<std::uint64_t, 2>> asked;
+  try {
+    asked = roam::call(a.node, lease_request{}, a.slot, a.generation, m.this_process());
+  } catch (...) {
+    m.leases().refused(a.node, a.slot, a.generation);  // or no later access would ask again
+    throw;
+  }
+  auto answer = roam::detail::release_state(std::move(asked));
+  // The answer may come while the job ends: the memory's lease table is looked up then.
+  answer->on_ready([a, answer] {
+    process_memory* now = process_memory::current();
+    if (!now) return;
     if (answer->has_error()) {
-      m.leases().refused(a.node, a.slot, a.generation);
+      now->leases().refused(a.node, a.slot, a.generation);
       return;
     }
     const std::array<std::uint64_t, 2> extent = answer->take();
-    m.leases().granted(a.node, a.slot, {a.generation, extent[0], extent[1]});
+    now->leases().granted(a.node, a.slot, {a.generation, extent[0], extent[1]});
   });
 }
 

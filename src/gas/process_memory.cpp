@@ -23,9 +23,10 @@ std::size_t life_holders = 0;  // but not necessarily by one thread
 
 void* make_state(roam::detail::node_runtime& n) {
   std::lock_guard guard(life_lock);
-  if (life_holders++ == 0) {
-    running.store(new process_memory(n), std::memory_order_release);
-  }
+  // Made before it is counted: a node whose make() throws holds nothing, so that the next
+  // run of the process starts from nothing.
+  if (life_holders == 0) running.store(new process_memory(n), std::memory_order_release);
+  ++life_holders;
   return running.load(std::memory_order_relaxed);
 }
 

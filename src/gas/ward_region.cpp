@@ -8,6 +8,8 @@
 #include <roam/base/detail/fatal.hpp>
 #include <roam/gas/ward_region.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -32,6 +34,17 @@ std::vector<byte_run> runs_of(const std::vector<std::uint8_t>& mask) {
   return runs;
 }
 
+/// The bytes of `runs` of `copy`, one after the other.
+buffer<std::byte> gather(const std::byte* copy, const std::vector<byte_run>& runs) {
+  buffer<std::byte> data(total_bytes(runs));
+  std::byte* packed = data.data();
+  for (const byte_run& r : runs) {
+    if (r.bytes != 0) std::memcpy(packed, copy + r.offset, r.bytes);
+    packed += r.bytes;
+  }
+  return data;
+}
+
 /// Merges node `writer`'s bytes into a region over memory of a node of this process.
 void merge_here(process_memory& m, const allocation_ref& a, std::uint64_t offset,
                 std::uint64_t bytes, std::uint64_t sequence, bool check, node_id writer,
@@ -39,9 +52,10 @@ void merge_here(process_memory& m, const allocation_ref& a, std::uint64_t offset
                 const std::vector<byte_run>& read_runs) {
   std::byte* memory =
       m.heap_of(a.node, a.slot).resolve(a.slot, a.generation, offset, bytes, "ward_region");
-  for (const byte_run& r : runs)
-    if (r.offset > bytes || r.bytes > bytes - r.offset)
-      throw deserialization_error("roam::gas::ward_region: a merge's runs leave the region");
+  for (const auto* list : {&runs, &read_runs})
+    for (const byte_run& r : *list)
+      if (r.offset > bytes || r.bytes > bytes - r.offset)
+        throw deserialization_error("roam::gas::ward_region: a merge's runs leave the region");
   m.merges_of(a.node).merge(sequence, bytes, check, writer, memory, runs, data, read_runs);
 }
 
@@ -99,18 +113,31 @@ ward_copy::ward_copy(const allocation_ref& a, std::uint64_t offset, std::uint64_
   s.written.assign(bytes, 0);
   if (s.check) s.read_first.assign(bytes, 0);
   const byte_run run{offset, bytes};
-  get_runs(a, {&run, 1}, s.copy.data(), "ward_region").get();
+  // A node whose copy cannot be fetched still takes part in the check below, so that every
+  // node learns of it instead of waiting for it.
+  std::exception_ptr failure;
+  try {
+    get_runs(a, {&run, 1}, s.copy.data(), "ward_region").get();
+  } catch (const memory_error&) {
+    failure = std::current_exception();
+  }
   // Every node must open the same region in the same order (it is collective), and no node
   // may merge before every node has fetched its copy.
   const std::uint64_t signature =
       (std::uint64_t{a.node} << 40 ^ std::uint64_t{a.slot} << 16 ^ a.generation) *
           0x9e3779b97f4a7c15ull ^
       offset ^ bytes << 1 ^ (s.check ? 1 : 0);
-  const auto low =
-      roam::allreduce(signature, [](std::uint64_t x, std::uint64_t y) { return x < y ? x : y; });
-  const auto high =
-      roam::allreduce(signature, [](std::uint64_t x, std::uint64_t y) { return x > y ? x : y; });
-  if (low != high)
+  std::array<std::uint64_t, 3> seen{signature, ~signature, failure ? 1u : 0u};
+  seen = roam::allreduce(
+      seen, [](const std::array<std::uint64_t, 3>& x, const std::array<std::uint64_t, 3>& y) {
+        return std::array<std::uint64_t, 3>{std::min(x[0], y[0]), std::min(x[1], y[1]),
+                                            std::max(x[2], y[2])};
+      });
+  if (failure) std::rethrow_exception(failure);
+  if (seen[2] != 0)
+    throw memory_error(std::string(caller) +
+                       ": another node could not fetch its copy of the region");
+  if (seen[0] != ~seen[1])
     throw usage_error(std::string(caller) +
                       ": the nodes opened different regions (another range or checking, or not "
                       "in the same order): a WARD region is opened by every node alike");
@@ -146,29 +173,58 @@ void ward_copy::close() {
   state& s = *state_;
   if (!s.open) throw usage_error("roam::gas::ward_region::close: the region is closed already");
   process_memory& m = process_memory::require("roam::gas::ward_region::close");
-  const std::vector<byte_run> runs = runs_of(s.written);
-  const std::vector<byte_run> read_runs = s.check ? runs_of(s.read_first) : std::vector<byte_run>{};
-  buffer<std::byte> data(total_bytes(runs));
-  std::byte* packed = data.data();
-  for (const byte_run& r : runs) {
-    std::memcpy(packed, s.copy.data() + r.offset, r.bytes);
-    packed += r.bytes;
-  }
   s.open = false;
   const allocation_ref& a = s.target;
-  if (m.reads_directly(a.node))
-    merge_here(m, a, s.offset, s.bytes, s.sequence, s.check, s.self, runs, data.data(), read_runs);
-  else
-    roam::call(a.node, ward_merge_request{}, a.slot, a.generation, s.offset, s.bytes, s.sequence,
-               s.check, s.self, runs, read_runs, std::move(data))
-        .get();
+  // Whatever fails here, this node still reaches the collective steps below, so that every
+  // node learns of it instead of waiting for it.
+  std::exception_ptr failure;
+  try {
+    const std::vector<byte_run> runs = runs_of(s.written);
+    const std::vector<byte_run> read_runs =
+        s.check ? runs_of(s.read_first) : std::vector<byte_run>{};
+    if (m.reads_directly(a.node)) {
+      merge_here(m, a, s.offset, s.bytes, s.sequence, s.check, s.self, runs,
+                 gather(s.copy.data(), runs).data(), read_runs);
+    } else {
+      // In pieces of at most a message: the written runs with their bytes, then the read
+      // ones (checking) without.
+      std::vector<future<void>> pieces;
+      split_requests(
+          runs, request_limit(a.node),
+          [&](const std::vector<byte_run>& piece, std::uint64_t, std::uint64_t) {
+            pieces.push_back(roam::call(a.node, ward_merge_request{}, a.slot, a.generation,
+                                        s.offset, s.bytes, s.sequence, s.check, s.self, piece,
+                                        std::vector<byte_run>{}, gather(s.copy.data(), piece)));
+          });
+      const std::size_t per_piece = request_limit(a.node) / run_bytes;
+      for (std::size_t first = 0; first < read_runs.size(); first += per_piece) {
+        const std::size_t last = std::min(read_runs.size(), first + per_piece);
+        pieces.push_back(
+            roam::call(a.node, ward_merge_request{}, a.slot, a.generation, s.offset, s.bytes,
+                       s.sequence, s.check, s.self, std::vector<byte_run>{},
+                       std::vector<byte_run>(read_runs.begin() + static_cast<std::ptrdiff_t>(first),
+                                             read_runs.begin() + static_cast<std::ptrdiff_t>(last)),
+                       buffer<std::byte>()));
+      }
+      for (auto& p : pieces) p.get();
+    }
+  } catch (...) {
+    failure = std::current_exception();
+  }
   s.copy = {};
   s.written = {};
   s.read_first = {};
-  roam::barrier();  // every node's bytes are merged
+  roam::barrier();  // every node's bytes are merged (or it failed)
   ward_violation broken;
   if (s.self == a.node) broken = m.merges_of(a.node).finish(s.sequence);
   broken = roam::broadcast_value(broken, a.node);
+  const int failed_somewhere =
+      roam::allreduce(failure ? 1 : 0, [](int x, int y) { return x > y ? x : y; });
+  if (failure) std::rethrow_exception(failure);
+  if (failed_somewhere)
+    throw memory_error(
+        "roam::gas::ward_region::close: another node's writes could not be merged (the memory "
+        "holds the writes of the nodes that could)");
   if (broken.found)
     throw usage_error("roam::gas::ward_region: node " + std::to_string(broken.reader) +
                       " read byte " + std::to_string(broken.byte) + " of the region, which node " +

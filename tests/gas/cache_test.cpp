@@ -143,6 +143,44 @@ TEST(GlobalMemoryCache, LruEvictsTheLeastRecentlyUsedEntry) {
   });
 }
 
+TEST(GlobalMemoryCache, AnEntryLargerThanTheCacheLeavesItAlone) {
+  run_with_cache(3 * entry_charge, [] {
+    const auto p = blocks_on_right(cache_policy::lru, 4, 30);
+    const auto big = roam::gas::allocate<block>(roam::this_node(), 10, cache_policy::lru).get();
+    const auto bigs = roam::allgather(big);
+    if (cached_here(p[0])) {
+      roam::gas::invalidate();
+      for (int i = 0; i < 3; ++i) (void)roam::gas::get(p[i]).get();
+      const auto before = roam::gas::node_cache_statistics();
+      // Ten blocks at once (beyond the cache): served, refused, and nothing evicted for it.
+      block ten[10];
+      roam::gas::get(bigs[right_of(roam::this_node())], ten, 10).get();
+      const auto after = roam::gas::node_cache_statistics();
+      EXPECT_EQ(after.evictions, before.evictions);
+      EXPECT_EQ(after.refused - before.refused, 1u);
+      for (int i = 0; i < 3; ++i) EXPECT_EQ(roam::gas::lget(p[i]).value[0], 30u + i);
+    }
+    roam::barrier();
+    roam::gas::deallocate(big).get();
+  });
+}
+
+TEST(GlobalMemoryCache, LgetOfAnUncachedAllocationIsAnError) {
+  run_with_cache(std::uint64_t{1} << 20, [] {
+    const auto p = blocks_on_right(cache_policy::none, 1, 1)[0];
+    (void)roam::gas::get(p).get();
+    const char* path = std::getenv("ROAM_GAS_PATH");
+    const bool am = path && std::string(path) == "am" && roam::num_nodes() > 1;
+    if (roam::gas::local(p) == nullptr || am) {
+      EXPECT_NE(memory_error_of([&] { (void)roam::gas::lget(p); }).find("no cache policy"),
+                std::string::npos);
+    } else {
+      EXPECT_EQ(roam::gas::lget(p).value[0], 1u);  // read directly
+    }
+    roam::barrier();
+  });
+}
+
 TEST(GlobalMemoryCache, KeepNeverEvictsAndRefusesWhatDoesNotFit) {
   run_with_cache(3 * entry_charge, [] {
     const auto p = blocks_on_right(cache_policy::keep, 4, 20);

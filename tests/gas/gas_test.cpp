@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <numeric>
 #include <string>
@@ -98,6 +99,16 @@ TEST(GlobalMemory, AFreeRecallsTheLeasesOfOtherProcessesFirst) {
       const auto theirs = all[right_of(me)];
       for (int i = 0; i < 50; ++i)
         ASSERT_EQ(roam::gas::get(theirs + i % 16).get(), int(right_of(me)) + round);
+      // Another process's memory is copied by RMA once the owner's lease came (a reply that
+      // may take a while on a loaded machine): the free below must recall it.
+      if (roam::gas::local(theirs) == nullptr && !std::getenv("ROAM_GAS_PATH")) {
+        const auto before = roam::gas::node_path_statistics();
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (roam::gas::node_path_statistics().rma == before.rma &&
+               std::chrono::steady_clock::now() < give_up)
+          ASSERT_EQ(roam::gas::get(theirs + 3).get(), int(right_of(me)) + round);
+        EXPECT_GT(roam::gas::node_path_statistics().rma, before.rma);
+      }
       roam::barrier();
       // The owner frees memory other processes read by RMA: each gives its lease back first,
       // and its next access goes to the owner, which refuses it.
@@ -335,7 +346,7 @@ TEST(GlobalMemory, BadPointersAreClearErrorsAndCorruptNothing) {
     (void)freed;
     roam::barrier();
     if (me != n - 1) roam::gas::deallocate(p).get();
-    // A freed slot reused by a new allocation does not revive the old pointer.
+    // A new allocation (in another slot) works beside the freed pointer.
     const auto again = roam::gas::allocate<int>(other, 4).get();
     EXPECT_NE(memory_error_of([&] { (void)roam::gas::get(p).get(); }), "");
     roam::gas::put(again, 3).get();
@@ -357,6 +368,49 @@ TEST(GlobalMemory, BadPointersAreClearErrorsAndCorruptNothing) {
               }).find("cannot hold"),
               std::string::npos);
     EXPECT_THROW((void)roam::gas::allocate<int>(n, 1), roam::usage_error);
+    roam::barrier();
+  });
+}
+
+TEST(GlobalMemory, AReusedSlotDoesNotReviveItsOldPointers) {
+  roam::config cfg = roam::config::from_environment();
+  cfg.set("gas-max-allocations", "16");  // slots are reused first in, first out
+  ASSERT_EQ(roam::run(cfg,
+                      [] {
+                        const roam::node_id other = right_of(roam::this_node());
+                        const auto old = roam::gas::allocate<int>(other, 4).get();
+                        roam::gas::put(old, 7).get();
+                        roam::gas::deallocate(old).get();
+                        std::vector<roam::global_ptr<int>> later;
+                        for (int i = 0; i < 15; ++i)
+                          later.push_back(roam::gas::allocate<int>(other, 4).get());
+                        // The other nodes allocate on `other` too: each node frees what it holds,
+                        // so that every node's next allocation reuses a freed slot.
+                        roam::barrier();
+                        for (auto& p : later) roam::gas::deallocate(p).get();
+                        roam::barrier();
+                        std::vector<roam::global_ptr<int>> reused;
+                        for (int i = 0; i < 16 / int(roam::num_nodes()); ++i)
+                          reused.push_back(roam::gas::allocate<int>(other, 4).get());
+                        for (auto& p : reused) roam::gas::put(p, 9).get();
+                        EXPECT_NE(memory_error_of([&] { (void)roam::gas::get(old).get(); }), "");
+                        EXPECT_NE(memory_error_of([&] { roam::gas::put(old, 1).get(); }), "");
+                        for (auto& p : reused) EXPECT_EQ(roam::gas::get(p).get(), 9);
+                        roam::barrier();
+                        for (auto& p : reused) roam::gas::deallocate(p).get();
+                        roam::barrier();
+                      }),
+            0);
+}
+
+TEST(GlobalMemory, OnlyTheStartOfAnAllocationFreesIt) {
+  run_everywhere([] {
+    const auto p = roam::gas::allocate<int>(right_of(roam::this_node()), 8).get();
+    EXPECT_NE(
+        memory_error_of([&] { roam::gas::deallocate(p + 2).get(); }).find("into its allocation"),
+        std::string::npos);
+    roam::gas::put(p + 7, 3).get();  // still allocated
+    roam::gas::deallocate(p).get();
     roam::barrier();
   });
 }

@@ -135,6 +135,14 @@ TEST(WardRegion, MisuseIsAClearError) {
       // Nodes that open different ranges: every node is told.
       EXPECT_THROW(roam::gas::ward_region<std::int32_t>(roam::collective, p, me == 0 ? 8 : 4),
                    roam::usage_error);
+      // One node's range leaves the allocation: it cannot fetch its copy, and every node is
+      // told instead of waiting for it.
+      EXPECT_THROW(roam::gas::ward_region<std::int32_t>(roam::collective, p, me == 0 ? 9 : 8),
+                   roam::memory_error);
+      // A node whose symmetric allocation fails: every node is told.
+      EXPECT_THROW(roam::gas::distributed_array<char>(roam::collective,
+                                                      me == 0 ? (std::uint64_t{1} << 40) : 8),
+                   roam::error);
     }
     roam::barrier();
     if (me == 0) roam::gas::deallocate(p).get();

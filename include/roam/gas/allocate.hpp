@@ -32,13 +32,17 @@ template <class T>
       .then([](global_ptr<void> p) { return reinterpret_pointer_cast<T>(p); });
 }
 
-/// Frees the allocation `p` points to (the pointer allocate() returned), from any node. An
-/// operation on it afterwards, through any copy of the pointer, is roam::memory_error; one
-/// racing with the deallocation is a race of the program, whose result is undefined (the
-/// memory is not unmapped: nothing outside the heap is touched).
+/// Frees the allocation `p` points to, from any node. `p` must be the pointer allocate()
+/// returned (a pointer into the allocation is roam::memory_error). An operation on it
+/// afterwards, through any copy of the pointer, is roam::memory_error (until its slot has been
+/// reused 65536 times: generations are 16 bits); one racing with the deallocation is a race
+/// of the program, whose result is undefined (the memory is not unmapped: nothing outside
+/// the heap is touched). Copies other nodes cached are not forgotten (cache.hpp). The future
+/// is ready once the memory is free: processes that copied it by RMA have given their
+/// leases back.
 template <class T>
 [[nodiscard]] future<void> deallocate(const global_ptr<T>& p) {
-  return detail::deallocate(detail::ref_of(p));
+  return detail::deallocate(detail::ref_of(p), detail::ptr_access::offset(p));
 }
 
 /// The address of the `count` elements at `p` when `p` points into memory of a node of this

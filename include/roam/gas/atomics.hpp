@@ -84,7 +84,7 @@ template <class T>
 [[nodiscard]] future<T> atomic_load(const global_ptr<T>& p) {
   return detail::atomic(p, detail::atomic_kind::load, T{});
 }
-/// Stores the value atomically (the future's value is `value`).
+/// Stores the value atomically; the future is ready once it is stored.
 template <class T>
 [[nodiscard]] future<void> atomic_store(const global_ptr<T>& p, T value) {
   return detail::atomic(p, detail::atomic_kind::store, value).then([](T) {});

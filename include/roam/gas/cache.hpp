@@ -42,7 +42,8 @@ enum class cache_policy : std::uint8_t {
 /// The cached copy of `count` elements at `src` (cached by an earlier get or rget of the same
 /// pointer and count) into `dest`, or of one element as the result, without communication.
 /// Throws roam::memory_error when there is none (never fetched, evicted, or invalidated
-/// since). Memory of this process's nodes is read directly.
+/// since; an allocation without a cache policy never has one). Memory the calling thread
+/// reads directly is read where it is.
 ///@{
 template <class T>
 void lget(const global_ptr<T>& src, std::remove_const_t<T>* dest, std::size_t count) {

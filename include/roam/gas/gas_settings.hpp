@@ -30,7 +30,7 @@ struct gas_settings {
   /// distributed_array; --roam-gas-symmetric-heap, ROAM_GAS_SYMMETRIC_HEAP).
   std::uint64_t symmetric_heap_bytes = std::uint64_t{32} << 20;
   /// Live allocations each node's heap may hold (--roam-gas-max-allocations,
-  /// ROAM_GAS_MAX_ALLOCATIONS); its table takes 32 bytes per allocation.
+  /// ROAM_GAS_MAX_ALLOCATIONS); its table takes about 64 bytes per allocation.
   std::uint32_t max_allocations = 1u << 16;
   /// Bytes of each node's software cache of remote memory (--roam-gas-cache-bytes,
   /// ROAM_GAS_CACHE_BYTES), data and bookkeeping; see roam/gas/cache.hpp.

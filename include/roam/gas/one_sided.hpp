@@ -9,11 +9,13 @@
 // holds the bytes; the destination must stay valid until then. Operations are not ordered
 // with one another: wait for a put's future before a get that must see it.
 //
-// Paths: between nodes of one process the calling thread copies; to other processes the
+// Paths: between nodes of one process the calling thread copies; to other processes MPI RMA
+// under a lease on the allocation, or (the first access, and where MPI makes no window) the
 // owner's worker copies in a short handler (--roam-gas-path, docs/guide/global_memory.md).
 //
 // Errors: a null or freed pointer, or bytes beyond the allocation, make the future hold
-// roam::memory_error, and nothing is copied. Threading: any thread of a node (or a thread of
+// roam::memory_error, and nothing is copied (a transfer larger than one message, about 4 GiB,
+// is checked piece by piece). Threading: any thread of a node (or a thread of
 // the application when this process hosts one node).
 #pragma once
 

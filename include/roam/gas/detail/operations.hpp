@@ -71,7 +71,8 @@ bool read_cached(const allocation_ref& a, std::uint64_t offset, std::uint64_t by
 /// roam::gas::cache_policy).
 [[nodiscard]] future<global_ptr<void>> allocate_bytes(node_id node, std::uint64_t bytes,
                                                       std::uint8_t policy);
-[[nodiscard]] future<void> deallocate(const allocation_ref& a);
+/// Frees the allocation that starts at `offset` (roam::memory_error when it starts elsewhere).
+[[nodiscard]] future<void> deallocate(const allocation_ref& a, std::uint64_t offset);
 
 /// The address of [offset, offset + bytes) of an allocation of a node of this process, or
 /// nullptr when another process hosts the node; roam::memory_error when the pointer does
