@@ -121,8 +121,10 @@ roam_figures measure_roam(roam::config cfg) {
 
 std::vector<double> medians(const std::vector<std::vector<double>>& runs) {
   std::vector<double> result;
+  result.reserve(runs.front().size());
   for (std::size_t i = 0; i < runs.front().size(); ++i) {
     std::vector<double> column;
+    column.reserve(runs.size());
     for (const auto& run : runs) column.push_back(run[i]);
     result.push_back(median(column));
   }

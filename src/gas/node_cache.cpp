@@ -86,7 +86,7 @@ future<void> node_cache::read(const key& k, std::byte* dest, cache_read mode, ca
 
 void node_cache::fetched(const key& k, const std::shared_ptr<pending>& p,
                          const std::shared_ptr<std::vector<std::byte>>& data,
-                         std::exception_ptr error) {
+                         const std::exception_ptr& error) {
   shard& s = shard_of(k);
   std::vector<waiter> waiters;
   {

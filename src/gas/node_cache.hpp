@@ -87,7 +87,8 @@ class node_cache {
   /// Keeps `data` for `k` in `s` (under its lock) if it fits after evicting what may go.
   void keep(shard& s, const key& k, std::vector<std::byte> data, cache_policy policy);
   void fetched(const key& k, const std::shared_ptr<pending>& p,
-               const std::shared_ptr<std::vector<std::byte>>& data, std::exception_ptr error);
+               const std::shared_ptr<std::vector<std::byte>>& data,
+               const std::exception_ptr& error);
 
   std::uint64_t shard_capacity_;
   std::vector<shard> shards_;

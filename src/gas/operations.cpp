@@ -104,18 +104,27 @@ future<T> done_here(Body&& local) {
 
 }  // namespace
 
-future<void> put_runs(const allocation_ref& a, std::span<const byte_run> runs,
-                      const std::byte* packed, const char* operation) {
+namespace {
+
+/// A put (`is_put`: `packed` is read) or a get (`packed` is written) by whichever path reaches
+/// `a`'s node.
+future<void> transfer(const allocation_ref& a, std::span<const byte_run> runs, std::byte* packed,
+                      bool is_put, const char* operation) {
   process_memory& m = process_memory::require(operation);
   if (a.slot == 0) return failed<void>(std::make_exception_ptr(null_pointer(operation)));
   const route r = route_to(m, a.node);
   switch (r) {
     case route::direct:
       count(m, r, runs);
-      return done_here<void>([&] { copy_in(m, a, runs, packed, operation); });
+      return done_here<void>([&] {
+        if (is_put)
+          copy_in(m, a, runs, packed, operation);
+        else
+          copy_out(m, a, runs, packed, operation);
+      });
     case route::rma:
       try {
-        if (copied_under_lease(m, a, runs, const_cast<std::byte*>(packed), true, operation)) {
+        if (copied_under_lease(m, a, runs, packed, is_put, operation)) {
           count(m, r, runs);
           return make_ready_future();
         }
@@ -127,33 +136,20 @@ future<void> put_runs(const allocation_ref& a, std::span<const byte_run> runs,
       break;
   }
   count(m, route::messages, runs);
-  return request_put(a, runs, packed);
+  return is_put ? request_put(a, runs, packed) : request_get(a, runs, packed);
+}
+
+}  // namespace
+
+future<void> put_runs(const allocation_ref& a, std::span<const byte_run> runs,
+                      const std::byte* packed, const char* operation) {
+  // Only read on this path: the pointer's constness comes back in transfer().
+  return transfer(a, runs, const_cast<std::byte*>(packed), true, operation);
 }
 
 future<void> get_runs(const allocation_ref& a, std::span<const byte_run> runs, std::byte* packed,
                       const char* operation) {
-  process_memory& m = process_memory::require(operation);
-  if (a.slot == 0) return failed<void>(std::make_exception_ptr(null_pointer(operation)));
-  const route r = route_to(m, a.node);
-  switch (r) {
-    case route::direct:
-      count(m, r, runs);
-      return done_here<void>([&] { copy_out(m, a, runs, packed, operation); });
-    case route::rma:
-      try {
-        if (copied_under_lease(m, a, runs, packed, false, operation)) {
-          count(m, r, runs);
-          return make_ready_future();
-        }
-      } catch (const memory_error&) {
-        return failed<void>(std::current_exception());
-      }
-      break;
-    case route::messages:
-      break;
-  }
-  count(m, route::messages, runs);
-  return request_get(a, runs, packed);
+  return transfer(a, runs, packed, false, operation);
 }
 
 future<void> put_runs_then(const allocation_ref& a, std::span<const byte_run> runs,

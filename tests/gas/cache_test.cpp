@@ -204,6 +204,7 @@ TEST(GlobalMemoryCache, ConcurrentMissesOfOneEntryFetchOnce) {
     const auto before = roam::gas::node_cache_statistics();
     std::vector<block> into(16);
     std::vector<roam::future<void>> gets;
+    gets.reserve(into.size());
     for (auto& b : into) gets.push_back(roam::gas::get(p, &b, 1));
     roam::when_all(std::move(gets)).get();
     for (const auto& b : into) EXPECT_EQ(b.value[7], 5u);
@@ -232,7 +233,7 @@ TEST(GlobalMemoryCache, ACachedArrayFetchesEachBlockOnceForAllTasks) {
     constexpr std::size_t count = 1000, block = 64;
     const auto mine = roam::gas::allocate<std::int64_t>(me, count).get();
     for (std::size_t i = 0; i < count; ++i)
-      roam::gas::local(mine, count)[i] = std::int64_t(me) * 100000 + i;
+      roam::gas::local(mine, count)[i] = std::int64_t(me) * 100000 + std::int64_t(i);
     const auto theirs = roam::allgather(mine)[right_of(me)];
     const bool copied = roam::gas::local(theirs) == nullptr;
     roam::gas::cached_array<std::int64_t> array(theirs, count, block);

@@ -140,8 +140,8 @@ TEST(GlobalMemory, StridedAndIndexedTransfersMoveExactlyTheirElements) {
     std::vector<int> column(30, -1);
     roam::gas::get_strided(p + 2, 10, column.data(), 3, 1, 10).get();
     for (int r = 0; r < 10; ++r) {
-      EXPECT_EQ(column[r * 3], source[r * 2 + 1]);
-      EXPECT_EQ(column[r * 3 + 1], -1);  // between the blocks: untouched
+      EXPECT_EQ(column[std::size_t(r) * 3], source[std::size_t(r) * 2 + 1]);
+      EXPECT_EQ(column[std::size_t(r) * 3 + 1], -1);  // between the blocks: untouched
     }
     const std::vector<std::uint64_t> at{99, 0, 50, 7};
     const std::vector<int> values{9, 8, 7, 6};
@@ -382,6 +382,7 @@ TEST(GlobalMemory, AReusedSlotDoesNotReviveItsOldPointers) {
                         roam::gas::put(old, 7).get();
                         roam::gas::deallocate(old).get();
                         std::vector<roam::global_ptr<int>> later;
+                        later.reserve(15);
                         for (int i = 0; i < 15; ++i)
                           later.push_back(roam::gas::allocate<int>(other, 4).get());
                         // The other nodes allocate on `other` too: each node frees what it holds,
@@ -390,6 +391,7 @@ TEST(GlobalMemory, AReusedSlotDoesNotReviveItsOldPointers) {
                         for (auto& p : later) roam::gas::deallocate(p).get();
                         roam::barrier();
                         std::vector<roam::global_ptr<int>> reused;
+                        reused.reserve(16);
                         for (int i = 0; i < 16 / int(roam::num_nodes()); ++i)
                           reused.push_back(roam::gas::allocate<int>(other, 4).get());
                         for (auto& p : reused) roam::gas::put(p, 9).get();

@@ -97,6 +97,7 @@ TEST(NodeHeap, FreedSlotsAreReusedFirstInFirstOut) {
 TEST(NodeHeap, ExhaustionNamesTheSettingsAndFreedRangesCoalesce) {
   heap_of h(1024, 64);
   std::vector<node_heap::block> all;
+  all.reserve(16);
   for (int i = 0; i < 16; ++i) all.push_back(h.heap.allocate(64));
   EXPECT_NE(error_of([&] { h.heap.allocate(1); }).find("--roam-gas-heap"), std::string::npos);
   // Free every other block: 512 bytes free, but no 128 in one piece.

@@ -31,7 +31,7 @@ roam::global_ptr<T> zeroed_on_node0(std::size_t count) {
 TEST(WardRegion, DisjointWritesOfEveryNodeAreMerged) {
   run_everywhere([] {
     const roam::node_id me = roam::this_node(), n = roam::num_nodes();
-    const std::size_t count = 8 * n;
+    const std::size_t count = std::size_t{8} * n;
     const auto p = zeroed_on_node0<std::int64_t>(count);
     roam::gas::ward_region<std::int64_t> r(roam::collective, p, count);
     for (std::size_t i = me; i < count; i += n) r.write(i, std::int64_t(i) * 10 + 1);

@@ -88,8 +88,8 @@ class global_ptr {
   /// An order (by node, allocation, then offset), so that pointers can key maps.
   friend constexpr std::strong_ordering operator<=>(const global_ptr& a,
                                                     const global_ptr& b) noexcept {
-    if (auto c = a.node_ <=> b.node_; c != 0) return c;
-    if (auto c = a.slot_ <=> b.slot_; c != 0) return c;
+    if (auto c = a.node_ <=> b.node_; std::is_neq(c)) return c;
+    if (auto c = a.slot_ <=> b.slot_; std::is_neq(c)) return c;
     return a.word_ <=> b.word_;
   }
 
