@@ -210,7 +210,13 @@ class mpi_transport final : public transport {
         [this] {
           while (!try_lock_progress()) std::this_thread::yield();
         },
-        [this] { unlock_progress(); });
+        [this] {
+          unlock_progress();
+          // A message queued while this thread held MPI for a one-sided copy (a reply a
+          // worker sent meanwhile) leaves now, not at the next poll of a parked thread: a
+          // thread busy with copies, which complete at once, never waits and polls.
+          if (queued_.load(std::memory_order_acquire)) progress();
+        });
   }
 
   void drain() override {
