@@ -40,6 +40,8 @@ class cached_array {
                 "roam::gas::cached_array holds trivially copyable values");
 
  public:
+  /// A copy of the `count` elements at `base`, fetched `block` elements at a time; nothing
+  /// is fetched yet.
   cached_array(const global_ptr<T>& base, std::size_t count, std::size_t block = 64)
       : base_(detail::ptr_access::make<T>(
             base.where(), detail::ptr_access::slot(base), detail::ptr_access::generation(base),
@@ -61,6 +63,7 @@ class cached_array {
     if (state.load(std::memory_order_acquire) != ready) fill(i / block_);
     return copy_[i];
   }
+  /// Elements in the array.
   [[nodiscard]] std::size_t size() const noexcept { return count_; }
   /// Blocks fetched so far (each one get of up to `block` elements), and their bytes.
   ///@{

@@ -73,6 +73,9 @@ class ward_region {
                 "roam::gas::ward_region holds trivially copyable values");
 
  public:
+  /// Collective: opens the region over `count` elements at `base` on every node (this node's
+  /// copy fetched when it returns). Throws roam::usage_error when the nodes open different
+  /// regions and roam::memory_error when a node cannot fetch its copy, on every node.
   ward_region(collective_t, const global_ptr<T>& base, std::size_t count,
               ward_check check = ward_check::from_settings)
       : count_(count),
