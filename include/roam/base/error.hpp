@@ -21,7 +21,7 @@ enum class errc : std::uint8_t {
   out_of_device_memory,  ///< a device has no room for an allocation
   checkpoint,            ///< a checkpoint cannot be written, or read back
   communication,         ///< a transfer between ranks failed (an MPI call returned an error)
-  global_memory,         ///< a global pointer is null, freed, stale or out of bounds, or a heap is full
+  global_memory,  ///< a global pointer is null, freed, stale or out of bounds, or a heap is full
 };
 
 /// The code's name ("config", "usage", ...).
