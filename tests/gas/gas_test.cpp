@@ -89,6 +89,38 @@ TEST(GlobalMemory, PointersSentToOtherNodesNameTheSameMemory) {
   });
 }
 
+// Regression: global_ptr had no serialize(), so a vector of them (or a structure holding one)
+// could not be sent.
+struct named_pointers {
+  std::string name;
+  std::vector<roam::global_ptr<long>> pointers;
+  template <class Ar>
+  void serialize(Ar& ar) {
+    ar(name, pointers);
+  }
+};
+
+TEST(GlobalMemory, PointersInsideSerializedValuesNameTheSameMemory) {
+  run_everywhere([] {
+    const roam::node_id me = roam::this_node();
+    std::vector<roam::global_ptr<long>> mine;
+    for (int k = 0; k < 3; ++k) {
+      mine.push_back(roam::gas::allocate<long>(me, 1).get());
+      *roam::gas::local(mine.back()) = long(me) * 10 + k;
+    }
+    const auto all = roam::allgather(named_pointers{"node " + std::to_string(me), mine});
+    const named_pointers& theirs = all[right_of(me)];
+    EXPECT_EQ(theirs.name, "node " + std::to_string(right_of(me)));
+    ASSERT_EQ(theirs.pointers.size(), 3u);
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_EQ(theirs.pointers[k].where(), right_of(me));
+      EXPECT_EQ(roam::gas::get(theirs.pointers[k]).get(), long(right_of(me)) * 10 + k);
+    }
+    roam::barrier();
+    for (const auto& p : mine) roam::gas::deallocate(p).get();
+  });
+}
+
 TEST(GlobalMemory, AFreeRecallsTheLeasesOfOtherProcessesFirst) {
   run_everywhere([] {
     const roam::node_id me = roam::this_node();

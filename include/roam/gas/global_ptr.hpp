@@ -93,6 +93,13 @@ class global_ptr {
     return a.word_ <=> b.word_;
   }
 
+  /// cereal's convention, for a pointer inside a serialized value (a std::vector of them, a
+  /// member of a structure): it travels as its fields. Alone it is copied bitwise.
+  template <class Archive>
+  void serialize(Archive& archive) {
+    archive(word_, node_, slot_);
+  }
+
  private:
   template <class U>
   friend class global_ptr;
