@@ -33,19 +33,22 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (i + 1 >= argc) usage("missing value after " + a);
     const std::string v = argv[++i];
-    if (a == "--poisson2d" || a == "--poisson3d") {
-      const int dimensions = a == "--poisson2d" ? 2 : 3;
-      l = sptrsv::poisson_ilu0(static_cast<std::uint32_t>(std::stoul(v)), dimensions);
-      what = "ILU(0) of the " + std::to_string(dimensions) + "-D Poisson matrix, side " + v;
-    } else if (a == "--matrix") {
-      try {
+    try {
+      if (a == "--poisson2d" || a == "--poisson3d") {
+        const int dimensions = a == "--poisson2d" ? 2 : 3;
+        const bool digits = !v.empty() && v.size() <= 9 &&
+                            v.find_first_not_of("0123456789") == std::string::npos;
+        if (!digits) usage("not a grid side: " + v);
+        l = sptrsv::poisson_ilu0(static_cast<std::uint32_t>(std::stoul(v)), dimensions);
+        what = "ILU(0) of the " + std::to_string(dimensions) + "-D Poisson matrix, side " + v;
+      } else if (a == "--matrix") {
         l = sptrsv::read_matrix_market(v);
-      } catch (const std::exception& e) {
-        usage(e.what());
+        what = "the lower triangle of " + v;
+      } else {
+        usage("unknown option " + a);
       }
-      what = "the lower triangle of " + v;
-    } else {
-      usage("unknown option " + a);
+    } catch (const std::exception& e) {
+      usage(e.what());
     }
     chosen = true;
   }

@@ -14,6 +14,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -34,9 +35,20 @@ struct lower_matrix {
   std::vector<double> value;
 };
 
+/// The largest grid side whose unknowns still fit the 32-bit row numbers.
+inline std::uint32_t max_poisson_side(int dimensions) { return dimensions == 2 ? 65535 : 1625; }
+
 /// The 5-point (2-D, `side`^2 unknowns) or 7-point (3-D, `side`^3) Poisson matrix's ILU(0)
-/// lower factor, with its unit diagonal stored.
+/// lower factor, with its unit diagonal stored. Throws std::invalid_argument for a dimension
+/// other than 2 or 3, or a side of 0 or above max_poisson_side().
 inline lower_matrix poisson_ilu0(std::uint32_t side, int dimensions) {
+  if (dimensions != 2 && dimensions != 3)
+    throw std::invalid_argument("Poisson matrices have 2 or 3 dimensions, not " +
+                                std::to_string(dimensions));
+  if (side == 0 || side > max_poisson_side(dimensions))
+    throw std::invalid_argument("a " + std::to_string(dimensions) + "-D Poisson grid's side is 1 to " +
+                                std::to_string(max_poisson_side(dimensions)) + ", not " +
+                                std::to_string(side));
   const std::uint32_t n = dimensions == 2 ? side * side : side * side * side;
   // The whole matrix in CSR (sorted columns), then ILU(0) in place (IKJ).
   std::vector<std::uint64_t> start(n + 1, 0);
@@ -93,17 +105,34 @@ inline lower_matrix poisson_ilu0(std::uint32_t side, int dimensions) {
   return l;
 }
 
-/// The lower triangle (diagonal included) of a Matrix Market coordinate file (real, integer
-/// or pattern; general or symmetric). Throws std::runtime_error naming the file when it is
-/// not one, or a diagonal entry is missing or zero.
+/// The lower triangle (diagonal included) of a Matrix Market coordinate file: real, integer
+/// or pattern entries; general (entries above the diagonal are dropped) or symmetric (an
+/// entry given above the diagonal stands for its mirror below). Throws std::runtime_error
+/// naming the file when it is not one (complex, Hermitian and skew-symmetric files included),
+/// or a diagonal entry is missing or zero.
 inline lower_matrix read_matrix_market(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error(path + ": cannot be read");
   std::string line;
   std::getline(in, line);
-  if (line.rfind("%%MatrixMarket matrix coordinate", 0) != 0)
+  std::istringstream banner(line);
+  std::string tag, object, format, field, symmetry;
+  banner >> tag >> object >> format >> field >> symmetry;
+  auto lower = [](std::string w) {
+    for (char& c : w) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return w;
+  };
+  if (tag != "%%MatrixMarket" || lower(object) != "matrix" || lower(format) != "coordinate")
     throw std::runtime_error(path + ": not a Matrix Market coordinate matrix");
-  const bool pattern = line.find("pattern") != std::string::npos;
+  field = lower(field);
+  symmetry = lower(symmetry);
+  if (field != "real" && field != "integer" && field != "pattern")
+    throw std::runtime_error(path + ": entries of field '" + field +
+                             "' are not supported (real, integer or pattern)");
+  if (symmetry != "general" && symmetry != "symmetric")
+    throw std::runtime_error(path + ": symmetry '" + symmetry +
+                             "' is not supported (general or symmetric)");
+  const bool pattern = field == "pattern", symmetric = symmetry == "symmetric";
   while (std::getline(in, line) && !line.empty() && line[0] == '%') {
   }
   std::istringstream sizes(line);
@@ -116,7 +145,10 @@ inline lower_matrix read_matrix_market(const std::string& path) {
     double v = 1.0;
     if (!(in >> i >> j) || (!pattern && !(in >> v)) || i == 0 || j == 0 || i > rows || j > cols)
       throw std::runtime_error(path + ": entry " + std::to_string(e + 1) + " is malformed");
-    if (i < j) std::swap(i, j);  // the lower triangle (a symmetric file stores one of them)
+    if (i < j) {
+      if (!symmetric) continue;  // the upper triangle of a general matrix is not L's
+      std::swap(i, j);           // a symmetric file may store either triangle
+    }
     row[i - 1][static_cast<std::uint32_t>(j - 1)] += v;
   }
   lower_matrix l;
@@ -163,10 +195,13 @@ inline std::uint32_t stripe_start(std::uint32_t n, std::uint32_t p, std::uint32_
   return static_cast<std::uint32_t>(std::uint64_t{n} * p / parts);
 }
 
-/// max |x - reference| / max |reference|.
+/// max |x - reference| / max |reference|; infinite when the sizes differ or an entry of x is
+/// not a number (which every comparison would otherwise let through).
 inline double relative_error(const std::vector<double>& x, const std::vector<double>& reference) {
+  if (x.size() != reference.size()) return HUGE_VAL;
   double diff = 0, size = 0;
   for (std::size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i]) || std::isinf(x[i])) return HUGE_VAL;
     diff = std::max(diff, std::abs(x[i] - reference[i]));
     size = std::max(size, std::abs(reference[i]));
   }
@@ -187,6 +222,7 @@ struct stripe {
   std::vector<double> diagonal;
   std::vector<double> x;
   std::vector<std::uint32_t> independent;  // rows that need no contribution: solved first
+  std::vector<std::uint32_t> ready;        // rows whose contributions all arrived, unsolved
   std::uint32_t solved = 0;
   bool announced = false;  // done set (once: the last row may be solved on either path)
   roam::promise<void> done;
@@ -213,15 +249,18 @@ struct contribution {
 
 void receive(stripe& s, std::vector<contribution> arrived);
 
-/// Solves the ready rows of `ready` and every row they make ready on this node; returns
-/// the contributions for other nodes, by node. Under s.lock.
-inline std::vector<std::vector<contribution>> solve_ready(stripe& s,
-                                                          std::vector<std::uint32_t> ready,
-                                                          std::uint32_t nodes) {
+/// Rows solved between two sends of their contributions: the rows of other nodes that wait
+/// on this stripe start while the stripe's cascade goes on (a pipeline), and a batch's
+/// contributions to one node travel as one message.
+inline constexpr std::uint32_t rows_per_batch = 256;
+
+/// Solves up to rows_per_batch rows of s.ready (rows made ready by them join s.ready) and
+/// returns the contributions for other nodes, by node. Under s.lock.
+inline std::vector<std::vector<contribution>> solve_batch(stripe& s, std::uint32_t nodes) {
   std::vector<std::vector<contribution>> out(nodes);
-  while (!ready.empty()) {
-    const std::uint32_t i = ready.back();  // global row
-    ready.pop_back();
+  for (std::uint32_t done = 0; done < rows_per_batch && !s.ready.empty(); ++done) {
+    const std::uint32_t i = s.ready.back();  // global row
+    s.ready.pop_back();
     const std::uint32_t li = i - s.first;
     const double xi = s.sum[li] / s.diagonal[li];
     s.x[li] = xi;
@@ -232,7 +271,7 @@ inline std::vector<std::vector<contribution>> solve_ready(stripe& s,
       if (r < s.last) {
         const std::uint32_t lr = r - s.first;
         s.sum[lr] -= v;
-        if (--s.missing[lr] == 0) ready.push_back(r);
+        if (--s.missing[lr] == 0) s.ready.push_back(r);
       } else {
         std::uint32_t owner = 0;
         while (stripe_start(s.n, owner + 1, nodes) <= r) ++owner;
@@ -243,27 +282,39 @@ inline std::vector<std::vector<contribution>> solve_ready(stripe& s,
   return out;
 }
 
-inline void send_out(std::vector<std::vector<contribution>>& out) {
-  for (roam::node_id k = 0; k < out.size(); ++k)
-    if (!out[k].empty()) stripes.send<receive>(k, std::move(out[k]));
+/// Solves s.ready batch by batch, sending each batch's contributions before the next (with
+/// s.lock released, so handlers of this node meanwhile add theirs). Several workers may run
+/// it at once: each batch is taken under the lock.
+inline void advance(stripe& s) {
+  const std::uint32_t nodes = roam::num_nodes();
+  for (;;) {
+    std::vector<std::vector<contribution>> out;
+    bool finished = false;
+    {
+      std::lock_guard guard(s.lock);
+      if (s.ready.empty()) return;
+      out = solve_batch(s, nodes);
+      finished = s.finishing();
+    }
+    for (roam::node_id k = 0; k < out.size(); ++k)
+      if (!out[k].empty()) stripes.send<receive>(k, std::move(out[k]));
+    if (finished) {
+      s.done.set_value();
+      return;
+    }
+  }
 }
 
 inline void receive(stripe& s, std::vector<contribution> arrived) {
-  std::vector<std::vector<contribution>> out;
-  bool finished = false;
   {
     std::lock_guard guard(s.lock);
-    std::vector<std::uint32_t> ready;
     for (const contribution& c : arrived) {
       const std::uint32_t lr = c.row - s.first;
       s.sum[lr] -= c.value;
-      if (--s.missing[lr] == 0) ready.push_back(c.row);
+      if (--s.missing[lr] == 0) s.ready.push_back(c.row);
     }
-    out = solve_ready(s, std::move(ready), roam::num_nodes());
-    finished = s.finishing();
   }
-  send_out(out);
-  if (finished) s.done.set_value();
+  advance(s);
 }
 
 /// Sets up this node's stripe of `l` (every node holds the whole matrix: generated or read).
@@ -278,6 +329,7 @@ inline void prepare(const lower_matrix& l, const std::vector<double>& b) {
   s.sum.assign(b.begin() + s.first, b.begin() + s.last);
   s.diagonal.assign(rows, 0);
   s.x.assign(rows, 0);
+  s.ready.clear();
   s.solved = 0;
   s.announced = false;
   s.done = roam::promise<void>();
@@ -313,31 +365,34 @@ inline void prepare(const lower_matrix& l, const std::vector<double>& b) {
 inline void solve_roam() {
   stripe& s = stripes.local();
   auto finished = s.done.get_future();
-  std::vector<std::vector<contribution>> out;
-  bool all_done;
+  bool empty_stripe = false;
   {
     // Contributions may have arrived (and solved rows) before: only the rows that need none
     // start here.
     std::lock_guard guard(s.lock);
-    out = solve_ready(s, std::move(s.independent), roam::num_nodes());
-    all_done = s.finishing();
+    s.ready.insert(s.ready.end(), s.independent.begin(), s.independent.end());
+    s.independent.clear();
+    empty_stripe = s.finishing();
   }
-  send_out(out);
-  if (all_done) s.done.set_value();
+  if (empty_stripe) s.done.set_value();
+  advance(s);
   finished.get();
 }
 
 // ---- MPI: level scheduling ---------------------------------------------------------------
 
-/// The bulk-synchronous solve on `comm`: the rows of each level solved together, then the
-/// new x of every rank gathered (MPI_Allgatherv). Returns the whole x.
-inline std::vector<double> solve_mpi_levels(const lower_matrix& l, const std::vector<double>& b,
-                                            MPI_Comm comm) {
-  int rank = 0, ranks = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &ranks);
-  const std::uint32_t first = stripe_start(l.n, rank, ranks),
-                      last = stripe_start(l.n, rank + 1, ranks);
+/// What level scheduling computes before solving (the analysis; the roam version's is
+/// prepare()): every row's level, and per level the rows of each rank in the order of the
+/// gathered values. Every rank holds the whole matrix, so it knows the others' rows too and
+/// only values travel.
+struct level_plan {
+  std::vector<std::uint32_t> rows;         // by level, then by rank: the rows solved
+  std::vector<std::uint64_t> level_start;  // levels + 1 offsets into rows
+  std::vector<std::vector<int>> counts;    // per level: values from each rank
+  std::vector<std::vector<int>> offsets;   // per level: where each rank's values go
+};
+
+inline level_plan plan_levels(const lower_matrix& l, int ranks) {
   std::vector<std::uint32_t> level(l.n, 0);
   std::uint32_t levels = 0;
   for (std::uint32_t i = 0; i < l.n; ++i) {
@@ -345,40 +400,53 @@ inline std::vector<double> solve_mpi_levels(const lower_matrix& l, const std::ve
       if (l.column[k] != i) level[i] = std::max(level[i], level[l.column[k]] + 1);
     levels = std::max(levels, level[i] + 1);
   }
-  std::vector<std::vector<std::uint32_t>> mine(levels);
-  for (std::uint32_t i = first; i < last; ++i) mine[level[i]].push_back(i);
-  std::vector<double> x(l.n, 0);
-  std::vector<double> sent, got;
-  std::vector<std::uint32_t> sent_rows, got_rows;
-  std::vector<int> counts(ranks), offsets(ranks);
-  for (std::uint32_t lv = 0; lv < levels; ++lv) {
-    sent.clear();
-    sent_rows.clear();
-    for (std::uint32_t i : mine[lv]) {
+  level_plan p;
+  p.counts.assign(levels, std::vector<int>(ranks, 0));
+  p.offsets.assign(levels, std::vector<int>(ranks, 0));
+  std::vector<std::uint64_t> per_level(levels + 1, 0);
+  for (std::uint32_t i = 0; i < l.n; ++i) ++per_level[level[i] + 1];
+  for (std::uint32_t lv = 0; lv < levels; ++lv) per_level[lv + 1] += per_level[lv];
+  p.level_start = per_level;
+  p.rows.resize(l.n);
+  // Rows ascend within a level, and the stripes ascend with the rank: rank r's rows of a level
+  // are contiguous in p.rows, where MPI_Allgatherv puts its values.
+  for (int r = 0; r < ranks; ++r)
+    for (std::uint32_t i = stripe_start(l.n, r, ranks); i < stripe_start(l.n, r + 1, ranks); ++i)
+      ++p.counts[level[i]][r];
+  for (std::uint32_t i = 0; i < l.n; ++i) p.rows[per_level[level[i]]++] = i;
+  for (std::uint32_t lv = 0; lv < levels; ++lv)
+    for (int r = 1; r < ranks; ++r) p.offsets[lv][r] = p.offsets[lv][r - 1] + p.counts[lv][r - 1];
+  return p;
+}
+
+/// The bulk-synchronous solve on `comm` with `plan` from plan_levels(l, ranks of comm): the
+/// rows of each level solved together, then the level's new x of every rank gathered (one
+/// MPI_Allgatherv of the values). Returns the whole x.
+inline std::vector<double> solve_mpi_levels(const lower_matrix& l, const level_plan& plan,
+                                            const std::vector<double>& b, MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::vector<double> x(l.n, 0), solved, gathered;
+  const std::size_t levels = plan.counts.size();
+  for (std::size_t lv = 0; lv < levels; ++lv) {
+    const std::uint32_t* rows = plan.rows.data() + plan.level_start[lv];
+    const int mine = plan.offsets[lv][rank], count = plan.counts[lv][rank];
+    solved.resize(count);
+    for (int m = 0; m < count; ++m) {
+      const std::uint32_t i = rows[mine + m];
       double s = b[i], d = 1;
       for (std::uint64_t k = l.row_start[i]; k < l.row_start[i + 1]; ++k)
         if (l.column[k] == i)
           d = l.value[k];
         else
           s -= l.value[k] * x[l.column[k]];
-      x[i] = s / d;
-      sent.push_back(x[i]);
-      sent_rows.push_back(i);
+      solved[m] = s / d;
     }
-    const int count = static_cast<int>(sent.size());
-    MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
-    int total = 0;
-    for (int r = 0; r < ranks; ++r) {
-      offsets[r] = total;
-      total += counts[r];
-    }
-    got.resize(total);
-    got_rows.resize(total);
-    MPI_Allgatherv(sent.data(), count, MPI_DOUBLE, got.data(), counts.data(), offsets.data(),
-                   MPI_DOUBLE, comm);
-    MPI_Allgatherv(sent_rows.data(), count, MPI_UINT32_T, got_rows.data(), counts.data(),
-                   offsets.data(), MPI_UINT32_T, comm);
-    for (int k = 0; k < total; ++k) x[got_rows[k]] = got[k];
+    const std::size_t total = plan.level_start[lv + 1] - plan.level_start[lv];
+    gathered.resize(total);
+    MPI_Allgatherv(solved.data(), count, MPI_DOUBLE, gathered.data(), plan.counts[lv].data(),
+                   plan.offsets[lv].data(), MPI_DOUBLE, comm);
+    for (std::size_t k = 0; k < total; ++k) x[rows[k]] = gathered[k];
   }
   return x;
 }
