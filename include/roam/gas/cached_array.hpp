@@ -11,14 +11,16 @@
 
 #include <roam/gas/allocate.hpp>
 #include <roam/gas/one_sided.hpp>
-#include <roam/task/this_task.hpp>
+#include <roam/task/future.hpp>
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <thread>
+#include <mutex>
 #include <type_traits>
+#include <unordered_map>
+#include <vector>
 
 namespace roam::gas {
 
@@ -31,9 +33,9 @@ namespace roam::gas {
 /// before the array is written or freed.
 ///
 /// Threading: operator[] may be called by any thread or task of the node, concurrently; a
-/// read of a block another task is fetching waits for it (a task yields meanwhile). A fetch
-/// that fails throws its roam::memory_error to the reader, and the block is fetched again
-/// by the next read. Lifetime: the references it returns live as long as it does.
+/// read of a block another task is fetching waits for it (a task suspends meanwhile, and
+/// its worker runs other work). A fetch that fails throws its roam::memory_error to the
+/// reader, and the block is fetched again by the next read. Lifetime: the references it returns live as long as it does.
 template <class T>
 class cached_array {
   static_assert(std::is_trivially_copyable_v<T>,
@@ -84,23 +86,43 @@ class cached_array {
       std::uint8_t seen = empty;
       if (state.compare_exchange_strong(seen, fetching, std::memory_order_acq_rel)) break;
       if (seen == ready) return;
-      // Another reader fetches it: let other work run meanwhile.
-      if (this_task::is_suspendable())
-        this_task::yield();
-      else
-        std::this_thread::yield();
-      if (state.load(std::memory_order_acquire) == ready) return;
+      // Another reader fetches it: wait to be told (a task suspends, its worker runs other
+      // work), then look again. Yielding in a loop instead kept every waiting task runnable:
+      // with more threads than cores they took the CPU from the processes whose progress
+      // the fetch needed (seconds per pass with 4 ranks on 2 cores).
+      future<void> told;
+      {
+        std::lock_guard guard(waiting_lock_);
+        if (state.load(std::memory_order_acquire) != fetching) continue;
+        told = waiting_[b].emplace_back().get_future();
+      }
+      told.get();
     }
     const std::size_t first = b * block_, n = std::min(block_, count_ - first);
     try {
       gas::get(base_ + static_cast<std::ptrdiff_t>(first), copy_.get() + first, n).get();
     } catch (...) {
       state.store(empty, std::memory_order_release);
+      wake(b);  // they try the fetch themselves
       throw;
     }
     fetches_.fetch_add(1, std::memory_order_relaxed);
     fetched_bytes_.fetch_add(n * sizeof(T), std::memory_order_relaxed);
     state.store(ready, std::memory_order_release);
+    wake(b);
+  }
+
+  /// Wakes the readers waiting for block `b`, after its state left `fetching`.
+  void wake(std::size_t b) {
+    std::vector<promise<void>> readers;
+    {
+      std::lock_guard guard(waiting_lock_);
+      const auto at = waiting_.find(b);
+      if (at == waiting_.end()) return;
+      readers = std::move(at->second);
+      waiting_.erase(at);
+    }
+    for (promise<void>& r : readers) r.set_value();
   }
 
   global_ptr<T> base_;
@@ -109,6 +131,8 @@ class cached_array {
   std::unique_ptr<T[]> copy_;
   std::unique_ptr<std::atomic<std::uint8_t>[]> blocks_;
   std::atomic<std::uint64_t> fetches_{0}, fetched_bytes_{0};
+  std::mutex waiting_lock_;  // held only to register or take waiters, never while waiting
+  std::unordered_map<std::size_t, std::vector<promise<void>>> waiting_;  // by block
 };
 
 }  // namespace roam::gas
