@@ -223,6 +223,7 @@ struct stripe {
   std::vector<double> x;
   std::vector<std::uint32_t> independent;  // rows that need no contribution: solved first
   std::vector<std::uint32_t> ready;        // rows whose contributions all arrived, unsolved
+  std::size_t ready_head = 0;              // ready[ready_head ..] are still to solve
   std::uint32_t solved = 0;
   bool announced = false;  // done set (once: the last row may be solved on either path)
   roam::promise<void> done;
@@ -258,9 +259,14 @@ inline constexpr std::uint32_t rows_per_batch = 256;
 /// returns the contributions for other nodes, by node. Under s.lock.
 inline std::vector<std::vector<contribution>> solve_batch(stripe& s, std::uint32_t nodes) {
   std::vector<std::vector<contribution>> out(nodes);
-  for (std::uint32_t done = 0; done < rows_per_batch && !s.ready.empty(); ++done) {
-    const std::uint32_t i = s.ready.back();  // global row
-    s.ready.pop_back();
+  for (std::uint32_t done = 0; done < rows_per_batch && s.ready_head < s.ready.size(); ++done) {
+    // Oldest first: the stripe advances as a wavefront, so the rows that other stripes
+    // wait for (its last ones) start early instead of after the whole cascade.
+    const std::uint32_t i = s.ready[s.ready_head++];  // global row
+    if (s.ready_head == s.ready.size()) {
+      s.ready.clear();
+      s.ready_head = 0;
+    }
     const std::uint32_t li = i - s.first;
     const double xi = s.sum[li] / s.diagonal[li];
     s.x[li] = xi;
@@ -292,7 +298,7 @@ inline void advance(stripe& s) {
     bool finished = false;
     {
       std::lock_guard guard(s.lock);
-      if (s.ready.empty()) return;
+      if (s.ready_head == s.ready.size()) return;
       out = solve_batch(s, nodes);
       finished = s.finishing();
     }
@@ -330,6 +336,7 @@ inline void prepare(const lower_matrix& l, const std::vector<double>& b) {
   s.diagonal.assign(rows, 0);
   s.x.assign(rows, 0);
   s.ready.clear();
+  s.ready_head = 0;
   s.solved = 0;
   s.announced = false;
   s.done = roam::promise<void>();
