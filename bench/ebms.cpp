@@ -94,13 +94,14 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(o.band_bytes()), ranks,
                 servers == 0 ? "every rank serves and tracks" : "servers apart", repeat);
     std::printf("%-34s %9s %18s\n", "version", "seconds", "range");
-    std::printf("%-34s %9.3f %18s  %u passes, %llu band transfers\n", "MPI (all-to-all rounds)", mpi,
-                range(mpi_s).c_str(), mpi_passes, static_cast<unsigned long long>(transfers));
+    std::printf("%-34s %9.3f %18s  %u passes, %llu band transfers\n", "MPI (all-to-all rounds)",
+                mpi, range(mpi_s).c_str(), mpi_passes, static_cast<unsigned long long>(transfers));
     std::printf("%-34s %9.3f %18s  %u passes, hit rate %.1f%%, %llu bytes fetched\n",
-                "roam (band passes, cache)", bands, range(bands_s).c_str(), roam_passes,
-                100 * roam_bench::median(hit_rate), static_cast<unsigned long long>(fetched));
-    std::printf("%-34s %9.3f %18s\n", "roam (particle tasks, prefetch)", prefetch,
-                range(prefetch_s).c_str());
+                ("roam (band passes, " + reads + ")").c_str(), bands, range(bands_s).c_str(),
+                roam_passes, 100 * roam_bench::median(hit_rate),
+                static_cast<unsigned long long>(fetched));
+    std::printf("%-34s %9.3f %18s\n", ("roam (particle tasks, prefetch, " + reads + ")").c_str(),
+                prefetch, range(prefetch_s).c_str());
     std::printf("MPI time / roam time: band passes %.2f, prefetch %.2f\n", mpi / bands,
                 mpi / prefetch);
     std::printf("tallies against a serial run: largest relative difference %.1e: %s\n", worst,

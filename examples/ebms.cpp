@@ -14,13 +14,14 @@
 namespace {
 
 [[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "ebms: %s\nusage: ebms [--particles N] [--bands B] [--points P] [--nuclides K] "
-               "[--servers S] [--mode bands|prefetch] [--reads cache|array] [--policy none|keep|lru] "
-               "[--per-task N] "
-               "[--seed S] "
-               "[roam flags]\n",
-               why.c_str());
+  std::fprintf(
+      stderr,
+      "ebms: %s\nusage: ebms [--particles N] [--bands B] [--points P] [--nuclides K] "
+      "[--servers S] [--mode bands|prefetch] [--reads cache|array] [--policy none|keep|lru] "
+      "[--per-task N] "
+      "[--seed S] "
+      "[roam flags]\n",
+      why.c_str());
   std::exit(2);
 }
 
@@ -63,8 +64,11 @@ int main(int argc, char** argv) {
       o.policy = roam::gas::cache_policy::keep;
     else if (a == "--policy" && v == "lru")
       o.policy = roam::gas::cache_policy::lru;
-    else
-      usage("unknown option or value: " + a + " " + v);
+    else {
+      std::string why = "unknown option or value: ";
+      why.append(a).append(" ").append(v);
+      usage(why);
+    }
   }
   int refused = 0;  // every node validates alike, so all of them stop
   int wrong = 0;

@@ -36,8 +36,8 @@ int main(int argc, char** argv) {
     try {
       if (a == "--poisson2d" || a == "--poisson3d") {
         const int dimensions = a == "--poisson2d" ? 2 : 3;
-        const bool digits = !v.empty() && v.size() <= 9 &&
-                            v.find_first_not_of("0123456789") == std::string::npos;
+        const bool digits =
+            !v.empty() && v.size() <= 9 && v.find_first_not_of("0123456789") == std::string::npos;
         if (!digits) usage("not a grid side: " + v);
         l = sptrsv::poisson_ilu0(static_cast<std::uint32_t>(std::stoul(v)), dimensions);
         what = "ILU(0) of the " + std::to_string(dimensions) + "-D Poisson matrix, side " + v;

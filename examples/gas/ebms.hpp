@@ -92,7 +92,8 @@ struct options {
     auto refuse = [](const std::string& why) { throw std::invalid_argument("ebms: " + why); };
     if (bands == 0 || points_per_band == 0 || nuclides == 0 || particles_per_task == 0 ||
         points_per_block == 0)
-      refuse("bands, points per band and block, nuclides and particles per task must be at least 1");
+      refuse(
+          "bands, points per band and block, nuclides and particles per task must be at least 1");
     if (std::uint64_t{bands} * points_per_band > (std::uint64_t{1} << 31))
       refuse("at most 2^31 energy points");
     if (servers >= nodes && servers != 0)
@@ -296,8 +297,8 @@ struct layout {
 
 /// What a roam run measured, summed over the nodes.
 struct result {
-  double seconds = 0;       ///< the tracking, on the slowest node
-  std::uint32_t passes = 0; ///< passes over the bands (tracking::bands), the most of any node
+  double seconds = 0;        ///< the tracking, on the slowest node
+  std::uint32_t passes = 0;  ///< passes over the bands (tracking::bands), the most of any node
   std::uint64_t lookups = 0, hits = 0, misses = 0, fetched_bytes = 0;  ///< remote points
   std::uint64_t evictions = 0;  ///< cache entries dropped to make room (band_reads::cache)
   tallies totals;
@@ -311,19 +312,20 @@ struct tracker {
   // band_reads::array: this node's copy of each other node's band (null for its own).
   std::vector<std::unique_ptr<roam::gas::cached_array<cross_sections>>> copies;
   std::mutex lock;
-  tallies totals;                             // under lock
+  tallies totals;  // under lock
   std::atomic<std::uint64_t> remote_lookups{0};
-  std::atomic<std::uint32_t> frontier{0};     // the lowest band a particle has entered
+  std::atomic<std::uint32_t> frontier{0};  // the lowest band a particle has entered
   std::atomic<bool> tracking_done{false};
 
   tracker(const options& opt, std::vector<roam::global_ptr<cross_sections>> b)
       : o(opt), bands(std::move(b)), me(roam::this_node()), totals(opt.bands) {
     if (o.reads == band_reads::array)
       for (const auto& band : bands)
-        copies.push_back(band.where() == me ? nullptr
-                                            : std::make_unique<roam::gas::cached_array<cross_sections>>(
-                                                  band, o.band_elements(),
-                                                  std::uint64_t{o.points_per_block} * o.nuclides));
+        copies.push_back(
+            band.where() == me
+                ? nullptr
+                : std::make_unique<roam::gas::cached_array<cross_sections>>(
+                      band, o.band_elements(), std::uint64_t{o.points_per_block} * o.nuclides));
   }
 
   /// Blocks the copies fetched, and their bytes (band_reads::array).
@@ -392,7 +394,9 @@ struct tracker {
     const std::size_t n = index ? index->size() : particles.size(), k = o.particles_per_task;
     roam::parallel_for(
         std::size_t{0}, (n + k - 1) / k,
-        [&](std::size_t c) { track(particles, index, c * k, std::min(n, (c + 1) * k), keep_going); },
+        [&](std::size_t c) {
+          track(particles, index, c * k, std::min(n, (c + 1) * k), keep_going);
+        },
         1);
   }
 
@@ -419,8 +423,7 @@ struct tracker {
         for (std::uint32_t q = 0; q < count; ++q)
           pending.push_back(roam::gas::get(
               bands[b] + static_cast<std::ptrdiff_t>(std::uint64_t{p + q} * o.nuclides),
-                                           buffer.data() + std::uint64_t{q} * o.nuclides,
-                                           o.nuclides));
+              buffer.data() + std::uint64_t{q} * o.nuclides, o.nuclides));
         for (auto& f : pending) f.get();
       }
     }
@@ -490,7 +493,8 @@ inline result transport(const options& o) {
   r.totals = tallies(o.bands);
   for (const tallies& p : parts) r.totals.add(p);
   r.seconds = roam::allreduce(seconds, [](double a, double b) { return std::max(a, b); });
-  r.passes = roam::allreduce(passes, [](std::uint32_t a, std::uint32_t b) { return std::max(a, b); });
+  r.passes =
+      roam::allreduce(passes, [](std::uint32_t a, std::uint32_t b) { return std::max(a, b); });
   r.lookups = roam::allreduce(t.remote_lookups.load(), std::plus<>{});
   // A copy's fetches are its misses, and its other reads its hits.
   const bool copying = o.reads == band_reads::array;
@@ -579,11 +583,11 @@ inline mpi_result transport_mpi(const options& o, MPI_Comm comm) {
       const cross_sections* band = server == rank ? own[b].data() : current.data();
       for (particle& p : mine)
         while (p.alive && band_of(p.energy, o) == b)
-          collide(p,
-                  band + std::uint64_t{point_of(p.energy, o) % o.points_per_band} * o.nuclides,
+          collide(p, band + std::uint64_t{point_of(p.energy, o) % o.points_per_band} * o.nuclides,
                   o, t);
     }
-    int mine_alive = std::any_of(mine.begin(), mine.end(), [](const particle& p) { return p.alive; });
+    int mine_alive =
+        std::any_of(mine.begin(), mine.end(), [](const particle& p) { return p.alive; });
     MPI_Allreduce(&mine_alive, &alive, 1, MPI_INT, MPI_MAX, comm);
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

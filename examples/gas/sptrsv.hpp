@@ -46,9 +46,9 @@ inline lower_matrix poisson_ilu0(std::uint32_t side, int dimensions) {
     throw std::invalid_argument("Poisson matrices have 2 or 3 dimensions, not " +
                                 std::to_string(dimensions));
   if (side == 0 || side > max_poisson_side(dimensions))
-    throw std::invalid_argument("a " + std::to_string(dimensions) + "-D Poisson grid's side is 1 to " +
-                                std::to_string(max_poisson_side(dimensions)) + ", not " +
-                                std::to_string(side));
+    throw std::invalid_argument(
+        "a " + std::to_string(dimensions) + "-D Poisson grid's side is 1 to " +
+        std::to_string(max_poisson_side(dimensions)) + ", not " + std::to_string(side));
   const std::uint32_t n = dimensions == 2 ? side * side : side * side * side;
   // The whole matrix in CSR (sorted columns), then ILU(0) in place (IKJ).
   std::vector<std::uint64_t> start(n + 1, 0);

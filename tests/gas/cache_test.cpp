@@ -10,12 +10,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <ctime>
-#include <thread>
 #include <cstdint>
 #include <cstdlib>
+#include <ctime>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -274,48 +274,49 @@ constexpr std::chrono::milliseconds owner_busy{400};
 TEST(GlobalMemoryCache, ReadersOfABlockInFlightWaitWithoutSpinning) {
   roam::config cfg = roam::config::from_environment();
   cfg.set("threads", "1");
-  ASSERT_EQ(roam::run(cfg,
-                      [] {
-                        const roam::node_id me = roam::this_node();
-                        const auto mine = roam::gas::allocate<std::int64_t>(me, 64).get();
-                        std::fill_n(roam::gas::local(mine, 64), 64, std::int64_t(me));
-                        const auto theirs = roam::allgather(mine)[right_of(me)];
-                        const bool copied = roam::gas::local(theirs) == nullptr;
-                        roam::barrier();
-                        if (me == 1) {
-                          // The owner's worker and application thread both busy: the first
-                          // fetch of its memory (which asks it) waits for them.
-                          roam::send(me, [] { std::this_thread::sleep_for(owner_busy); });
-                          std::this_thread::sleep_for(owner_busy);
-                        }
-                        if (me == 0 && copied && roam::num_nodes() > 1) {
-                          roam::gas::cached_array<std::int64_t> array(theirs, 64, 64);
-                          const auto cpu = [] {
-                            timespec t{};
-                            clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-                            return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
-                          };
-                          const double cpu_before = cpu();
-                          const auto start = std::chrono::steady_clock::now();
-                          std::atomic<int> wrong{0};
-                          roam::parallel_for(
-                              0, 32, [&](int) { wrong += array[7] != 1 ? 1 : 0; }, 1);
-                          const double wall = std::chrono::duration<double>(
-                                                  std::chrono::steady_clock::now() - start)
-                                                  .count();
-                          const double used = cpu() - cpu_before;
-                          EXPECT_EQ(wrong.load(), 0);
-                          EXPECT_EQ(array.fetches(), 1u);
-                          // Spinning readers use about all of the wait on every thread.
-                          if (wall > 0.2) {
-                            EXPECT_LT(used, 0.5 * wall)
-                                << "readers used " << used << " s of CPU in " << wall << " s";
-                          }
-                        }
-                        roam::barrier();
-                        roam::gas::deallocate(mine).get();
-                      }),
-            0);
+  ASSERT_EQ(
+      roam::run(
+          cfg,
+          [] {
+            const roam::node_id me = roam::this_node();
+            const auto mine = roam::gas::allocate<std::int64_t>(me, 64).get();
+            std::fill_n(roam::gas::local(mine, 64), 64, std::int64_t(me));
+            const auto theirs = roam::allgather(mine)[right_of(me)];
+            const bool copied = roam::gas::local(theirs) == nullptr;
+            roam::barrier();
+            if (me == 1) {
+              // The owner's worker and application thread both busy: the first
+              // fetch of its memory (which asks it) waits for them.
+              roam::send(me, [] { std::this_thread::sleep_for(owner_busy); });
+              std::this_thread::sleep_for(owner_busy);
+            }
+            if (me == 0 && copied && roam::num_nodes() > 1) {
+              roam::gas::cached_array<std::int64_t> array(theirs, 64, 64);
+              const auto cpu = [] {
+                timespec t{};
+                clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+                return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+              };
+              const double cpu_before = cpu();
+              const auto start = std::chrono::steady_clock::now();
+              std::atomic<int> wrong{0};
+              roam::parallel_for(
+                  0, 32, [&](int) { wrong += array[7] != 1 ? 1 : 0; }, 1);
+              const double wall =
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+              const double used = cpu() - cpu_before;
+              EXPECT_EQ(wrong.load(), 0);
+              EXPECT_EQ(array.fetches(), 1u);
+              // Spinning readers use about all of the wait on every thread.
+              if (wall > 0.2) {
+                EXPECT_LT(used, 0.5 * wall)
+                    << "readers used " << used << " s of CPU in " << wall << " s";
+              }
+            }
+            roam::barrier();
+            roam::gas::deallocate(mine).get();
+          }),
+      0);
 }
 
 TEST(GlobalMemoryCache, UncachedAllocationsAlwaysFetch) {

@@ -35,7 +35,8 @@ namespace roam::gas {
 /// Threading: operator[] may be called by any thread or task of the node, concurrently; a
 /// read of a block another task is fetching waits for it (a task suspends meanwhile, and
 /// its worker runs other work). A fetch that fails throws its roam::memory_error to the
-/// reader, and the block is fetched again by the next read. Lifetime: the references it returns live as long as it does.
+/// reader, and the block is fetched again by the next read. Lifetime: the references it returns
+/// live as long as it does.
 template <class T>
 class cached_array {
   static_assert(std::is_trivially_copyable_v<T>,
