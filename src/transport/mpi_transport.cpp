@@ -161,6 +161,7 @@ class mpi_transport final : public transport {
       queued_.store(true, std::memory_order_release);
     }
     if (direct_sends_) {
+      std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with expose()'s unlock
       progress();  // start the send now if nobody else is driving MPI
     } else if (comm_sleeping_.load()) {
       std::lock_guard guard(out_lock_);
@@ -214,7 +215,11 @@ class mpi_transport final : public transport {
           unlock_progress();
           // A message queued while this thread held MPI for a one-sided copy (a reply a
           // worker sent meanwhile) leaves now, not at the next poll of a parked thread: a
-          // thread busy with copies, which complete at once, never waits and polls.
+          // thread busy with copies, which complete at once, never waits and polls. The
+          // fence pairs with send()'s: either this load sees the sender's queued_, or the
+          // sender's try_lock_progress() sees the lock free (a store then a load on each
+          // side, which release and acquire alone let both miss).
+          std::atomic_thread_fence(std::memory_order_seq_cst);
           if (queued_.load(std::memory_order_acquire)) progress();
         });
   }
