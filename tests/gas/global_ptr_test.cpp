@@ -1,4 +1,5 @@
 // roam::global_ptr: a value type of 16 bytes, null, arithmetic, order and hashing.
+#include <roam/am/serialization.hpp>
 #include <roam/gas/global_ptr.hpp>
 
 #include <gtest/gtest.h>
@@ -6,6 +7,7 @@
 #include <map>
 #include <type_traits>
 #include <unordered_set>
+#include <vector>
 
 namespace {
 
@@ -14,6 +16,10 @@ using access = roam::gas::detail::ptr_access;
 
 static_assert(std::is_trivially_copyable_v<global_ptr<double>>);
 static_assert(sizeof(global_ptr<double>) == 16);
+// Alone it goes by memcpy (a fixed-size handler argument), although it has a serialize() for
+// use inside other values.
+static_assert(roam::detail::is_bitwise_serializable<global_ptr<double>>);
+static_assert(roam::detail::is_serializable<std::vector<global_ptr<double>>>);
 static_assert(std::is_convertible_v<global_ptr<int>, global_ptr<const int>>);
 static_assert(!std::is_convertible_v<global_ptr<const int>, global_ptr<int>>);
 

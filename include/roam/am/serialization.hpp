@@ -9,6 +9,7 @@
 //   roam::deserialization_error on truncated or malformed input.
 #pragma once
 
+#include <roam/am/detail/sends_bitwise.hpp>
 #include <roam/core/detail/node_api.hpp>
 #include <roam/transport/message.hpp>
 
@@ -216,7 +217,7 @@ void CEREAL_LOAD_FUNCTION_NAME(input_archive& ar, cereal::SizeTag<T>& t) {
 template <class T>
 inline constexpr bool is_bitwise_serializable =
     std::is_trivially_copyable_v<T> && !std::is_pointer_v<T> && !std::is_member_pointer_v<T> &&
-    (std::is_arithmetic_v<T> || std::is_enum_v<T> ||
+    (std::is_arithmetic_v<T> || std::is_enum_v<T> || sends_bitwise<T>::value ||
      !cereal::traits::is_output_serializable<T, output_archive>::value);
 
 template <class T>

@@ -1,6 +1,7 @@
 // roam — a typed pointer to memory on any node (PPL's global pointer, UPC++'s global_ptr).
 #pragma once
 
+#include <roam/am/detail/sends_bitwise.hpp>
 #include <roam/transport/node_id.hpp>
 
 #include <compare>
@@ -94,7 +95,8 @@ class global_ptr {
   }
 
   /// cereal's convention, for a pointer inside a serialized value (a std::vector of them, a
-  /// member of a structure): it travels as its fields. Alone it is copied bitwise.
+  /// member of a structure): it travels as its fields. Alone (a handler's argument, a
+  /// collective's value) it is copied bitwise: see roam::detail::sends_bitwise below.
   template <class Archive>
   void serialize(Archive& archive) {
     archive(word_, node_, slot_);
@@ -174,6 +176,10 @@ constexpr global_ptr<U> reinterpret_pointer_cast(const global_ptr<T>& p) noexcep
   return access::make<U>(p.where(), access::slot(p), access::generation(p), access::offset(p),
                          access::policy(p));
 }
+
+/// A pointer alone is sent as its 16 bytes, its serialize() notwithstanding.
+template <class T>
+struct detail::sends_bitwise<global_ptr<T>> : std::true_type {};
 
 }  // namespace roam
 
