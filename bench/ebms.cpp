@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
           bands_s.push_back(x.seconds);
           roam_passes = x.passes;
           fetched = x.fetched_bytes;
-          hit_rate.push_back(x.lookups ? 1.0 - double(x.misses) / double(x.lookups) : 0.0);
+          hit_rate.push_back(x.hit_rate());
         } else {
           prefetch_s.push_back(x.seconds);
         }

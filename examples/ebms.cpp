@@ -7,6 +7,7 @@
 //   mpiexec -n 2 ./build/default/examples/ebms --particles 50000
 #include "gas/ebms.hpp"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -70,8 +71,8 @@ int main(int argc, char** argv) {
       usage(why);
     }
   }
-  int refused = 0;  // every node validates alike, so all of them stop
-  int wrong = 0;
+  std::atomic<int> refused{0};  // every node validates alike, so all of them stop
+  std::atomic<int> wrong{0};
   const int status = roam::run(cfg, [&] {
     try {
       o.validate(roam::num_nodes());
@@ -92,16 +93,18 @@ int main(int argc, char** argv) {
         o.servers == 0 ? "hybrid nodes" : "servers", roam::num_nodes(),
         o.mode == ebms::tracking::bands ? "band passes" : "prefetch", r.seconds, r.passes);
     std::printf(
-        "%llu collisions; remote lookups %llu: %llu cache hits, %llu misses, evicted %llu "
+        "%llu collisions; %llu lookups of other nodes' bands, %llu fetches (%s, the "
+        "prefetcher's included; none where this process reads directly), evicted %llu "
         "entries, %llu bytes fetched\n",
         static_cast<unsigned long long>(r.totals.total_collisions()),
-        static_cast<unsigned long long>(r.lookups), static_cast<unsigned long long>(r.hits),
-        static_cast<unsigned long long>(r.misses), static_cast<unsigned long long>(r.evictions),
+        static_cast<unsigned long long>(r.lookups), static_cast<unsigned long long>(r.fetches),
+        o.reads == ebms::band_reads::cache ? "cache misses" : "cached_array blocks",
+        static_cast<unsigned long long>(r.evictions),
         static_cast<unsigned long long>(r.fetched_bytes));
     std::printf("tallies against a serial run: counts %s, largest relative difference %.1e: %s\n",
                 difference < HUGE_VAL ? "equal" : "DIFFERENT", difference,
                 difference <= 1e-9 ? "right" : "WRONG");
     wrong = difference <= 1e-9 ? 0 : 1;
   });
-  return status != 0 ? status : refused != 0 ? refused : wrong;
+  return status != 0 ? status : refused != 0 ? refused.load() : wrong.load();
 }

@@ -297,10 +297,18 @@ struct layout {
 
 /// What a roam run measured, summed over the nodes.
 struct result {
-  double seconds = 0;        ///< the tracking, on the slowest node
-  std::uint32_t passes = 0;  ///< passes over the bands (tracking::bands), the most of any node
-  std::uint64_t lookups = 0, hits = 0, misses = 0, fetched_bytes = 0;  ///< remote points
+  double seconds = 0;         ///< the tracking, on the slowest node
+  std::uint32_t passes = 0;   ///< passes over the bands (tracking::bands), the most of any node
+  std::uint64_t lookups = 0;  ///< of points of other nodes' bands
+  /// Fetches from other nodes: cache misses (band_reads::cache) or cached_array blocks, the
+  /// prefetcher's included. Reads that memory of this process serves directly fetch nothing.
+  std::uint64_t fetches = 0, fetched_bytes = 0;
   std::uint64_t evictions = 0;  ///< cache entries dropped to make room (band_reads::cache)
+
+  /// The share of lookups that fetched nothing (as barnes_hut counts it).
+  double hit_rate() const {
+    return lookups == 0 || fetches >= lookups ? 0.0 : 1.0 - double(fetches) / double(lookups);
+  }
   tallies totals;
 };
 
@@ -315,7 +323,8 @@ struct tracker {
   tallies totals;  // under lock
   std::atomic<std::uint64_t> remote_lookups{0};
   std::atomic<std::uint32_t> frontier{0};  // the lowest band a particle has entered
-  std::atomic<bool> tracking_done{false};
+  std::atomic<bool> tracking_done{false};  // tells the prefetcher to stop
+  std::atomic<std::size_t> tasks_left{0};  // of the track_all under way
 
   tracker(const options& opt, std::vector<roam::global_ptr<cross_sections>> b)
       : o(opt), bands(std::move(b)), me(roam::this_node()), totals(opt.bands) {
@@ -368,6 +377,14 @@ struct tracker {
   template <class While>
   void track(std::vector<particle>& particles, const std::vector<std::size_t>* index,
              std::size_t begin, std::size_t end, While keep_going) {
+    // The last task to end tells the prefetcher, whatever happens: it may run under the
+    // track_all waiting for these tasks, on the same stack, and only stops when told.
+    struct last_one_tells {
+      tracker& t;
+      ~last_one_tells() {
+        if (t.tasks_left.fetch_sub(1) == 1) t.tracking_done.store(true);
+      }
+    } tell{*this};
     task_state ts{tallies(o.bands), 0, 0, {}};
     for (std::size_t i = begin; i < end; ++i) {
       particle& p = particles[index ? (*index)[i] : i];
@@ -392,6 +409,7 @@ struct tracker {
   void track_all(std::vector<particle>& particles, const std::vector<std::size_t>* index,
                  While keep_going) {
     const std::size_t n = index ? index->size() : particles.size(), k = o.particles_per_task;
+    tasks_left.store((n + k - 1) / k);
     roam::parallel_for(
         std::size_t{0}, (n + k - 1) / k,
         [&](std::size_t c) {
@@ -477,8 +495,7 @@ inline result transport(const options& o) {
     }
   } else if (!mine.empty()) {
     auto prefetcher = roam::spawn([&] { t.prefetch(); });
-    t.track_all(mine, nullptr, [](const particle&) { return true; });
-    t.tracking_done.store(true);
+    t.track_all(mine, nullptr, [](const particle&) { return true; });  // sets tracking_done
     prefetcher.join();
   }
   const double seconds =
@@ -496,12 +513,9 @@ inline result transport(const options& o) {
   r.passes =
       roam::allreduce(passes, [](std::uint32_t a, std::uint32_t b) { return std::max(a, b); });
   r.lookups = roam::allreduce(t.remote_lookups.load(), std::plus<>{});
-  // A copy's fetches are its misses, and its other reads its hits.
   const bool copying = o.reads == band_reads::array;
-  const std::uint64_t misses = copying ? copied_blocks : cache.misses - cache_before.misses;
-  r.misses = roam::allreduce(misses, std::plus<>{});
-  r.hits = copying ? r.lookups - r.misses
-                   : roam::allreduce(cache.hits - cache_before.hits, std::plus<>{});
+  r.fetches =
+      roam::allreduce(copying ? copied_blocks : cache.misses - cache_before.misses, std::plus<>{});
   r.evictions = roam::allreduce(cache.evictions - cache_before.evictions, std::plus<>{});
   r.fetched_bytes = roam::allreduce(
       copying ? copied_bytes : cache.fetched_bytes - cache_before.fetched_bytes, std::plus<>{});
@@ -546,6 +560,9 @@ inline mpi_result transport_mpi(const options& o, MPI_Comm comm) {
     for (std::uint64_t at = 0; at < band_bytes; at += std::uint64_t{1} << 30)
       each(at, static_cast<int>(std::min<std::uint64_t>(band_bytes - at, std::uint64_t{1} << 30)));
   };
+  // One tag for every band: each round's MPI_Alltoall separates the rounds, and messages
+  // between two ranks arrive in order (tags as large as the band count are not guaranteed).
+  constexpr int band_tag = 7;
   std::vector<cross_sections> current(o.band_elements());
   std::vector<int> need(ranks), asked(ranks);
   std::vector<MPI_Request> sends;
@@ -570,13 +587,13 @@ inline mpi_result transport_mpi(const options& o, MPI_Comm comm) {
           pieces([&](std::uint64_t at, int bytes) {
             sends.emplace_back();
             MPI_Isend(reinterpret_cast<const char*>(own[b].data()) + at, bytes, MPI_BYTE, r,
-                      static_cast<int>(b), comm, &sends.back());
+                      band_tag, comm, &sends.back());
           });
         }
       if (need[server] != 0)
         pieces([&](std::uint64_t at, int bytes) {
-          MPI_Recv(reinterpret_cast<char*>(current.data()) + at, bytes, MPI_BYTE, server,
-                   static_cast<int>(b), comm, MPI_STATUS_IGNORE);
+          MPI_Recv(reinterpret_cast<char*>(current.data()) + at, bytes, MPI_BYTE, server, band_tag,
+                   comm, MPI_STATUS_IGNORE);
         });
       MPI_Waitall(static_cast<int>(sends.size()), sends.data(), MPI_STATUSES_IGNORE);
       if (!here) continue;
