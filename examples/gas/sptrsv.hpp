@@ -133,7 +133,9 @@ inline lower_matrix read_matrix_market(const std::string& path) {
     throw std::runtime_error(path + ": symmetry '" + symmetry +
                              "' is not supported (general or symmetric)");
   const bool pattern = field == "pattern", symmetric = symmetry == "symmetric";
-  while (std::getline(in, line) && !line.empty() && line[0] == '%') {
+  // Comments, and blank lines (the format allows them), up to the size line.
+  while (std::getline(in, line) &&
+         (line.find_first_not_of(" \t\r") == std::string::npos || line[0] == '%')) {
   }
   std::istringstream sizes(line);
   std::uint64_t rows = 0, cols = 0, entries = 0;
