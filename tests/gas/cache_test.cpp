@@ -268,7 +268,9 @@ TEST(GlobalMemoryCache, ACachedArrayFetchesEachBlockOnceForAllTasks) {
 // Regression: readers of a block another task was fetching yielded in a loop, so every one
 // stayed runnable; with more threads than cores they took the CPU from the processes whose
 // progress the fetch needed (seconds per phase in examples/ebms with 4 ranks on 2 cores).
-// Here the owner is busy for a while: the readers must wait without using the CPU.
+// Here the owner is busy for a while: the readers must wait without using the CPU. It checks
+// where the fetch needs the owner (another process, or ROAM_GAS_PATH=am); where node 0 reads
+// the memory directly there is nothing to wait for.
 constexpr std::chrono::milliseconds owner_busy{400};
 
 TEST(GlobalMemoryCache, ReadersOfABlockInFlightWaitWithoutSpinning) {
