@@ -305,7 +305,9 @@ struct result {
   std::uint64_t fetches = 0, fetched_bytes = 0;
   std::uint64_t evictions = 0;  ///< cache entries dropped to make room (band_reads::cache)
 
-  /// The share of lookups that fetched nothing (as barnes_hut counts it).
+  /// 1 - fetches / lookups (as barnes_hut counts it): the share of lookups that fetched
+  /// nothing in band passes with cache reads; with a prefetcher its fetches count too, and
+  /// with cached_arrays a fetch is a block of points, so it is a lower bound there.
   double hit_rate() const {
     return lookups == 0 || fetches >= lookups ? 0.0 : 1.0 - double(fetches) / double(lookups);
   }
