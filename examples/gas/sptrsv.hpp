@@ -197,6 +197,15 @@ inline std::uint32_t stripe_start(std::uint32_t n, std::uint32_t p, std::uint32_
   return static_cast<std::uint32_t>(std::uint64_t{n} * p / parts);
 }
 
+/// The part of `parts` holding row `r` (< n): the arithmetic of stripe_start() inverted, then
+/// nudged past its rounding, so a row's owner costs O(1) whatever the number of parts.
+inline std::uint32_t stripe_of(std::uint32_t n, std::uint32_t r, std::uint32_t parts) {
+  auto p = static_cast<std::uint32_t>(std::uint64_t{r} * parts / n);
+  while (p > 0 && stripe_start(n, p, parts) > r) --p;
+  while (stripe_start(n, p + 1, parts) <= r) ++p;
+  return p;
+}
+
 /// max |x - reference| / max |reference|; infinite when the sizes differ or an entry of x is
 /// not a number (which every comparison would otherwise let through).
 inline double relative_error(const std::vector<double>& x, const std::vector<double>& reference) {
@@ -223,9 +232,8 @@ struct stripe {
   std::vector<double> sum;             // per own row: b minus what arrived
   std::vector<double> diagonal;
   std::vector<double> x;
-  std::vector<std::uint32_t> independent;  // rows that need no contribution: solved first
-  std::vector<std::uint32_t> ready;        // rows whose contributions all arrived, unsolved
-  std::size_t ready_head = 0;              // ready[ready_head ..] are still to solve
+  std::vector<std::uint32_t> ready;  // rows whose contributions all arrived, unsolved
+  std::size_t ready_head = 0;        // ready[ready_head ..] are still to solve
   std::uint32_t solved = 0;
   bool announced = false;  // done set (once: the last row may be solved on either path)
   roam::promise<void> done;
@@ -281,9 +289,7 @@ inline std::vector<std::vector<contribution>> solve_batch(stripe& s, std::uint32
         s.sum[lr] -= v;
         if (--s.missing[lr] == 0) s.ready.push_back(r);
       } else {
-        std::uint32_t owner = 0;
-        while (stripe_start(s.n, owner + 1, nodes) <= r) ++owner;
-        out[owner].push_back({r, v});
+        out[stripe_of(s.n, r, nodes)].push_back({r, v});
       }
     }
   }
@@ -354,9 +360,10 @@ inline void prepare(const lower_matrix& l, const std::vector<double>& b) {
       }
       if (j != i && j >= s.first && j < s.last) columns[j - s.first].push_back({i, l.value[k]});
     }
-  s.independent.clear();
+  // Rows that need no contribution are ready from the start; the first advance() of this
+  // node (solve_roam(), or a contribution arriving earlier) solves them.
   for (std::uint32_t lr = 0; lr < rows; ++lr)
-    if (s.missing[lr] == 0) s.independent.push_back(s.first + lr);
+    if (s.missing[lr] == 0) s.ready.push_back(s.first + lr);
   s.column_start.assign(1, 0);
   s.column_row.clear();
   s.column_value.clear();
@@ -376,11 +383,7 @@ inline void solve_roam() {
   auto finished = s.done.get_future();
   bool empty_stripe = false;
   {
-    // Contributions may have arrived (and solved rows) before: only the rows that need none
-    // start here.
     std::lock_guard guard(s.lock);
-    s.ready.insert(s.ready.end(), s.independent.begin(), s.independent.end());
-    s.independent.clear();
     empty_stripe = s.finishing();
   }
   if (empty_stripe) s.done.set_value();
