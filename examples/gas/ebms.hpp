@@ -117,13 +117,17 @@ inline std::uint32_t band_of(double energy, const options& o) {
   return point_of(energy, o) / o.points_per_band;
 }
 
-/// A value in [0, 1) from two integers (the table's "measured" irregularity).
-inline double hash_unit(std::uint64_t a, std::uint64_t b) {
-  std::uint64_t z = a * 0x9e3779b97f4a7c15ull + b * 0xbf58476d1ce4e5b9ull + 0x94d049bb133111ebull;
+/// splitmix64's output function, as a double in [0, 1): the table's "measured" irregularity
+/// and every particle's random stream both draw from it.
+inline double mixed_unit(std::uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
-  return static_cast<double>(z >> 11) * 0x1.0p-53;
+  return static_cast<double>((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
+}
+
+/// A value in [0, 1) from two integers.
+inline double hash_unit(std::uint64_t a, std::uint64_t b) {
+  return mixed_unit(a * 0x9e3779b97f4a7c15ull + b * 0xbf58476d1ce4e5b9ull + 0x94d049bb133111ebull);
 }
 
 /// Nuclide k's cross sections at grid point g: a 1/v rise toward low energies, and rare
@@ -154,12 +158,7 @@ struct particle {
   std::uint64_t state = 0;
   bool alive = true;
 
-  double uniform() {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return static_cast<double>((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
-  }
+  double uniform() { return mixed_unit(state += 0x9e3779b97f4a7c15ull); }
 };
 
 /// Particle `id` at birth: a fission energy (an exponential of mean 2 MeV, within the grid).
@@ -219,8 +218,10 @@ inline double difference(const tallies& t, const tallies& reference) {
   return worst;
 }
 
-/// One collision of `p` at a point whose entries (one per nuclide) are `point`.
-inline void collide(particle& p, const cross_sections* point, const options& o, tallies& t) {
+/// One collision of `p` at a point of band `b` (its energy's: the caller looked the point up)
+/// whose entries (one per nuclide) are `point`.
+inline void collide(particle& p, std::uint32_t b, const cross_sections* point, const options& o,
+                    tallies& t) {
   double total = 0, absorption = 0, scattering = 0, fission = 0;
   for (std::uint32_t k = 0; k < o.nuclides; ++k) {
     const double density = 1.0 / (1.0 + k);
@@ -229,7 +230,6 @@ inline void collide(particle& p, const cross_sections* point, const options& o, 
     scattering += density * point[k].scattering;
     fission += density * point[k].fission;
   }
-  const std::uint32_t b = band_of(p.energy, o);
   ++t.collisions[b];
   t.fission[b] += 2.5 * fission / total;
   if (p.uniform() < leak_probability) {
@@ -269,7 +269,10 @@ inline tallies track_serial(const options& o) {
   tallies t(o.bands);
   for (std::uint64_t id = 0; id < o.particles; ++id) {
     particle p = born(id, o);
-    while (p.alive) collide(p, &table[std::uint64_t{point_of(p.energy, o)} * o.nuclides], o, t);
+    while (p.alive) {
+      const std::uint32_t g = point_of(p.energy, o);
+      collide(p, g / o.points_per_band, &table[std::uint64_t{g} * o.nuclides], o, t);
+    }
   }
   return t;
 }
@@ -375,7 +378,7 @@ struct tracker {
   }
 
   /// Tracks `particles[index[i]]` for i in [begin, end) (index: the identity when null), each
-  /// while `keep_going(p)`, in one task.
+  /// while `keep_going(band of its energy)`, in one task.
   template <class While>
   void track(std::vector<particle>& particles, const std::vector<std::size_t>* index,
              std::size_t begin, std::size_t end, While keep_going) {
@@ -390,15 +393,16 @@ struct tracker {
     task_state ts{tallies(o.bands), 0, 0, {}};
     for (std::size_t i = begin; i < end; ++i) {
       particle& p = particles[index ? (*index)[i] : i];
-      while (p.alive && keep_going(p)) {
-        const std::uint32_t g = point_of(p.energy, o);
-        if (g / o.points_per_band > ts.lowest) {
-          ts.lowest = g / o.points_per_band;
+      while (p.alive) {
+        const std::uint32_t g = point_of(p.energy, o), b = g / o.points_per_band;
+        if (!keep_going(b)) break;
+        if (b > ts.lowest) {
+          ts.lowest = b;
           std::uint32_t seen = frontier.load(std::memory_order_relaxed);
           while (seen < ts.lowest && !frontier.compare_exchange_weak(seen, ts.lowest)) {
           }
         }
-        collide(p, lookup(g, ts), o, ts.sums);
+        collide(p, b, lookup(g, ts), o, ts.sums);
       }
     }
     remote_lookups.fetch_add(ts.remote_lookups, std::memory_order_relaxed);
@@ -491,13 +495,13 @@ inline result transport(const options& o) {
         in_band.clear();
         for (std::size_t i = 0; i < mine.size(); ++i)
           if (mine[i].alive && band_of(mine[i].energy, o) == b) in_band.push_back(i);
-        t.track_all(mine, &in_band, [&](const particle& p) { return band_of(p.energy, o) == b; });
+        t.track_all(mine, &in_band, [b](std::uint32_t band) { return band == b; });
       }
       alive = std::any_of(mine.begin(), mine.end(), [](const particle& p) { return p.alive; });
     }
   } else if (!mine.empty()) {
     auto prefetcher = roam::spawn([&] { t.prefetch(); });
-    t.track_all(mine, nullptr, [](const particle&) { return true; });  // sets tracking_done
+    t.track_all(mine, nullptr, [](std::uint32_t) { return true; });  // sets tracking_done
     prefetcher.join();
   }
   const double seconds =
@@ -601,9 +605,8 @@ inline mpi_result transport_mpi(const options& o, MPI_Comm comm) {
       if (!here) continue;
       const cross_sections* band = server == rank ? own[b].data() : current.data();
       for (particle& p : mine)
-        while (p.alive && band_of(p.energy, o) == b)
-          collide(p, band + std::uint64_t{point_of(p.energy, o) % o.points_per_band} * o.nuclides,
-                  o, t);
+        for (std::uint32_t g; p.alive && (g = point_of(p.energy, o)) / o.points_per_band == b;)
+          collide(p, b, band + std::uint64_t{g % o.points_per_band} * o.nuclides, o, t);
     }
     int mine_alive =
         std::any_of(mine.begin(), mine.end(), [](const particle& p) { return p.alive; });
