@@ -27,9 +27,13 @@ thread_local bool tl_is_application_thread = false;
 
 // xorshift: victim selection needs speed, not quality.
 thread_local std::uint32_t tl_random = 0x9e3779b9u;
-// A worker's items since its last network poll, and when that was (worker_loop).
+// A thread's items since its last network poll, and when that was (poll_if_due). They live
+// with the thread, not in a loop's frame: a worker loop handed over (an item suspended)
+// starts again, and a stream in which every few items wait would otherwise never poll.
 thread_local unsigned tl_items_since_poll = 0;
 thread_local std::chrono::steady_clock::time_point tl_last_poll{};
+// Picks of this thread that take queued arrivals first (scheduler::take_arrivals_first).
+thread_local unsigned tl_arrivals_first = 0;
 std::uint32_t next_random() noexcept {
   std::uint32_t x = tl_random;
   x ^= x << 13;
@@ -148,6 +152,11 @@ void back_off(unsigned rounds) noexcept {
 }
 
 work_item* scheduler::find_work(int self) noexcept {
+  if (tl_arrivals_first != 0) [[unlikely]] {
+    --tl_arrivals_first;
+    if (work_item* w = inject_.queue.pop()) return w;
+    tl_arrivals_first = 0;
+  }
   // Yielded work goes last, except on every 32nd pick (fairness under a stream of work).
   thread_local unsigned picks = 0;
   if ((++picks & 31) == 0) {
@@ -366,6 +375,24 @@ void scheduler::worker_main(unsigned index) {
   bind_thread_to_node(nullptr);
 }
 
+bool scheduler::poll_if_due() {
+  // A thread that always finds work (a worker with a queue that never empties, a join that
+  // runs a whole fork-join tree inline) would never poll the network, and messages from
+  // other nodes (requests for memory this node owns, a busy sender's own transfers) would
+  // wait until it ran out of work. Poll when the items since the last poll took long;
+  // looking at the clock every 8th item keeps short ones (a message stream) from paying a
+  // poll each.
+  constexpr auto busy_poll_interval = std::chrono::microseconds(20);
+  if ((++tl_items_since_poll & 7) != 0) return false;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - tl_last_poll <= busy_poll_interval) return false;
+  tl_last_poll = now;
+  progress();
+  return true;
+}
+
+void scheduler::take_arrivals_first(unsigned n) noexcept { tl_arrivals_first = n; }
+
 void scheduler::worker_loop() {
   const int self = tl_worker;
   // Idle policy: at most one worker of the node spins (searching for work, polling the
@@ -377,12 +404,6 @@ void scheduler::worker_loop() {
   bool glance = false;
   bool woken = false;  // back from parking, not yet through a search
   unsigned rounds = 0;
-  constexpr auto busy_poll_interval = std::chrono::microseconds(20);
-  // The busy path's polling clock lives with the thread, not in this frame: a loop handed
-  // over (an item suspended) starts again here, and a stream in which every few items wait
-  // would otherwise never reach a poll.
-  unsigned& items_since_poll = tl_items_since_poll;
-  auto& last_poll = tl_last_poll;
   auto since = std::chrono::steady_clock::now();
   while (!stopping_.load(std::memory_order_relaxed)) {
     // Between two items this thread holds nothing that others may retire.
@@ -398,17 +419,7 @@ void scheduler::worker_loop() {
       searching = glance = woken = false;
       rounds = 0;
       run_loop_item(w);
-      // A worker that always finds work would never poll the network, and messages from
-      // other nodes (or a busy sender's own transfers) would wait. Poll when the items
-      // since the last poll took long; looking at the clock every 8th item keeps short
-      // handlers (a message stream) from paying a poll each.
-      if (progress_ && (++items_since_poll & 7) == 0) {
-        const auto now = std::chrono::steady_clock::now();
-        if (now - last_poll > busy_poll_interval) {
-          last_poll = now;
-          progress();
-        }
-      }
+      if (progress_) poll_if_due();
       continue;
     }
     flush_thread_lanes();  // an idle sender ships what it aggregated
@@ -496,5 +507,30 @@ void return_own_tasklet(node_runtime& n, work_item* w) noexcept {
 void push_shared_work(node_runtime& n, work_item* w) noexcept { n.sched().push(w); }
 
 bool run_one_available(node_runtime& n) { return n.sched().run_one(current_worker()); }
+
+void serve_arrivals_if_due(node_runtime& n) {
+  scheduler& s = n.sched();
+  if (!s.poll_if_due()) [[likely]]
+    return;
+  // What waited meanwhile runs now, up to a bound: a burst does not stall the tree for
+  // long, and what comes later waits at most another poll interval.
+  constexpr std::size_t most = 64;
+  const auto take = static_cast<unsigned>(std::min(s.queued_arrivals(), most));
+  if (take == 0) return;
+  if (on_fiber()) {
+    // The joiner cannot run them on its own stack (they may wait for what it holds, or
+    // nest without bound): it steps aside for them, and is the first work resumed after.
+    scheduler::take_arrivals_first(take);
+    suspend([](fiber* f, void*) { resume_later(f); }, nullptr);
+    return;
+  }
+  // An application thread cannot step aside; it runs them as it runs its node's work when
+  // it has none of its own (each on a fiber of its own).
+  for (unsigned k = 0; k < take; ++k) {
+    work_item* w = s.pop_arrival();
+    if (!w) break;
+    run_item(w);
+  }
+}
 
 }  // namespace roam::detail

@@ -82,6 +82,15 @@ class scheduler {
   /// Tries one unit of network progress (no-op without a progress function).
   bool progress() { return progress_ ? note_traffic(progress_()) : false; }
   bool has_progress() const noexcept { return static_cast<bool>(progress_); }
+  /// Called by a thread after each item it ran (a worker's items, tasklets run inline by a
+  /// join): true, having polled the network, when the items since this thread's last poll
+  /// took long, so that a node busy computing still hears from others.
+  bool poll_if_due();
+  /// The calling thread's next `n` picks (find_work) take queued arrivals before anything
+  /// else: a join running a fork-join tree inline yields to them (serve_arrivals_if_due).
+  static void take_arrivals_first(unsigned n) noexcept;
+  /// The oldest queued arrival, or nullptr.
+  work_item* pop_arrival() noexcept { return inject_.queue.pop(); }
 
   /// Parks a thread waiting in detail::wait (an application thread, or a worker inside a
   /// handler) until wake_waiters() or the timeout.

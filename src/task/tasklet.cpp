@@ -92,6 +92,7 @@ void join_tasklet(tasklet* t) {
       if (work_item* w = pop_own_tasklet(*n)) {
         if (w == t && may_run_inline(t)) {
           w->execute(w);
+          serve_arrivals_if_due(*n);
           continue;
         }
         return_own_tasklet(*n, w);
@@ -107,6 +108,7 @@ void join_tasklet(tasklet* t) {
         w->execute(w);
       else
         run_item(w);
+      serve_arrivals_if_due(*n);
       rounds = 0;
       continue;
     }

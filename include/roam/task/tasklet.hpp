@@ -17,6 +17,9 @@
 //   unrelated tasklets on the joiner's stack, which could then wait for a roam::mutex the
 //   joiner holds, or nest without bound). The application thread, which cannot be
 //   suspended, runs its own tasklets, steals, and runs other work of its node.
+// - A thread running tasklets inline still answers other nodes: every 8 tasklets, once 20 µs
+//   passed, a join polls the network and lets up to 64 queued arrivals run (a task suspends
+//   for them and resumes first after them; the application thread runs them itself).
 // - A tasklet may run on any thread of the spawning node, maybe the joining thread itself
 //   (inside join). It may capture references to the spawner's locals: join() is the only
 //   way to finish with a task, and a task destroyed unjoined joins first.

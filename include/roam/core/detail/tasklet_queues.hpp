@@ -23,6 +23,12 @@ void push_shared_work(node_runtime& n, work_item* w) noexcept;
 /// Runs one item the calling thread may take (own queues, the node's queue, a steal); false
 /// when there was none.
 bool run_one_available(node_runtime& n);
+/// Called after each tasklet a join ran inline (a fork-join tree run inline never returns
+/// to the worker loop, which polls between items): when the tasklets since the calling
+/// thread's last poll took long, polls the network and lets the arrivals queued on `n` run
+/// (a fiber suspends for them and resumes first after them; the application thread runs
+/// them), so that a node computing a tree answers other nodes meanwhile.
+void serve_arrivals_if_due(node_runtime& n);
 /// Capped exponential back-off step of an idle thread (`rounds` idle rounds so far).
 void back_off(unsigned rounds) noexcept;
 
