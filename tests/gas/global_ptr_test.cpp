@@ -19,7 +19,12 @@ static_assert(sizeof(global_ptr<double>) == 16);
 // Alone it goes by memcpy (a fixed-size handler argument), although it has a serialize() for
 // use inside other values.
 static_assert(roam::detail::is_bitwise_serializable<global_ptr<double>>);
-static_assert(roam::detail::is_serializable<std::vector<global_ptr<double>>>);
+// Inside a container or a structure it goes through cereal, which needs that serialize():
+// without it, std::vector<global_ptr<T>> does not compile as an argument.
+static_assert(cereal::traits::is_output_serializable<global_ptr<double>,
+                                                     roam::detail::output_archive>::value);
+static_assert(
+    cereal::traits::is_input_serializable<global_ptr<double>, roam::detail::input_archive>::value);
 static_assert(std::is_convertible_v<global_ptr<int>, global_ptr<const int>>);
 static_assert(!std::is_convertible_v<global_ptr<const int>, global_ptr<int>>);
 
