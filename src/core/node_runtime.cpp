@@ -689,6 +689,11 @@ bool wait_until(waitable& w, std::chrono::steady_clock::time_point deadline) {
       if (work_item* item = s.find_work(self)) {
         end_spin();
         run_item(item);
+        // Like a worker between items: a waiter that always finds work (tasks that each
+        // start and suspend at once, waiting for what this wait is for) must still hear
+        // from the network, or the reply it waits for, and requests others wait on, stay
+        // unreceived while it runs through them all.
+        if (s.has_progress()) s.poll_if_due();
         begin_spin();
         rounds = 0;
         glance = false;

@@ -163,11 +163,11 @@ work_item* scheduler::find_work(int self) noexcept {
     fire_due_timers();  // sleepers are not starved by a stream of work either
     if (work_item* w = yielded_.queue.pop()) return w;
   }
-  // Arrivals from other nodes and threads come after a worker's own queue, except on every
-  // 8th pick: a handler stream that keeps its own queue full (each sends the next to its
-  // node) would otherwise keep them waiting for as long as it runs. (A waiting application
-  // thread has no own queue, and its sends go to the injection queue themselves.)
-  if (self >= 0 && (picks & 7) == 0)
+  // Arrivals from other nodes and threads come after a thread's own queue and deque, except
+  // on every 8th pick: a handler stream that keeps its own queue full (each sends the next to
+  // its node), or a waiting application thread running its deque's tasklets, would otherwise
+  // keep them waiting for as long as it runs.
+  if ((picks & 7) == 0)
     if (work_item* w = inject_.queue.pop()) return w;
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (padded_queue* q = own_resumed())

@@ -321,6 +321,53 @@ TEST(GlobalMemoryCache, ReadersOfABlockInFlightWaitWithoutSpinning) {
       0);
 }
 
+// Regression: an application thread waiting for a block (the first reader of a phase) ran
+// every task it found, each of which started, met the block in flight and suspended, and
+// polled the network only when none was left: the request for the block and its reply went
+// unreceived meanwhile (5-40 ms of every phase in examples/barnes_hut on 2 ranks). Counted
+// here: the tasks started when the first read completed. Every node reads its right
+// neighbour's memory at once, as the walks do; where that memory is read directly (nodes of
+// one process) nothing is fetched.
+TEST(GlobalMemoryCache, AReaderWaitingForABlockKeepsTheNetworkGoing) {
+  roam::config cfg = roam::config::from_environment();
+  cfg.set("threads", "1");
+  ASSERT_EQ(roam::run(cfg,
+                      [] {
+                        const roam::node_id me = roam::this_node();
+                        const auto mine = roam::gas::allocate<std::int64_t>(me, 64).get();
+                        std::fill_n(roam::gas::local(mine, 64), 64, std::int64_t(me));
+                        const auto theirs = roam::allgather(mine)[right_of(me)];
+                        const bool copied = roam::gas::local(theirs) == nullptr;
+                        roam::barrier();
+                        if (copied) {
+                          roam::gas::cached_array<std::int64_t> array(theirs, 64, 64);
+                          constexpr int tasks = 2000;
+                          std::atomic<int> started{0}, started_at_first_read{-1}, wrong{0};
+                          roam::parallel_for(
+                              0, tasks,
+                              [&](int) {
+                                started.fetch_add(1);
+                                // Some work before the read: a thread that never polls starts
+                                // them all long before any reply could come.
+                                const auto until = std::chrono::steady_clock::now() +
+                                                   std::chrono::microseconds(20);
+                                while (std::chrono::steady_clock::now() < until) {
+                                }
+                                if (array[7] != std::int64_t(right_of(me))) ++wrong;
+                                int none = -1;
+                                started_at_first_read.compare_exchange_strong(none, started.load());
+                              },
+                              1);
+                          EXPECT_EQ(wrong.load(), 0);
+                          EXPECT_EQ(array.fetches(), 1u);
+                          EXPECT_LT(started_at_first_read.load(), tasks / 2);
+                        }
+                        roam::barrier();
+                        roam::gas::deallocate(mine).get();
+                      }),
+            0);
+}
+
 TEST(GlobalMemoryCache, UncachedAllocationsAlwaysFetch) {
   run_with_cache(std::uint64_t{1} << 20, [] {
     const auto p = blocks_on_right(cache_policy::none, 1, 1)[0];
