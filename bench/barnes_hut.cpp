@@ -1,11 +1,12 @@
 // Barnes-Hut on global memory (examples/gas/barnes_hut.hpp): bodies per second for the cache
 // policies none, keep and lru (a get per remote cell visit) and for a cached_array of each
-// remote tree per phase ("array"), on 1 rank and 2 ranks (mpiexec; one computing thread per
-// rank in both) and 4 virtual nodes of one process (whose other nodes' cells go through
+// remote tree per phase ("array"), on 1 rank and 2 ranks (mpiexec, each rank bound to a core
+// of its own: its worker and its application thread share it) and 4 virtual nodes of one
+// process (whose other nodes' cells go through
 // active messages and the cache: --roam-gas-path am, since read directly they would not be
 // cached), with the share of remote cell visits the cache served (hit rate) and the bytes
-// fetched. Each configuration
-// runs as a process of its own; repetitions alternate them and the figures are medians.
+// fetched. Each configuration runs as a process of its own; repetitions alternate them and
+// the figures are medians.
 //
 //   ./run bench barnes_hut [--json] [--bodies N] [--repeat R]
 #include "../examples/gas/barnes_hut.hpp"
@@ -92,12 +93,16 @@ int main(int argc, char** argv) {
     const char* name;
     std::string launch;
   };
-  // One thread computes per rank (a worker; the application thread waits without lending a
-  // hand), so that 2 ranks against 1 rank measures the decomposition, not a second thread.
-  const std::string one_thread = " ROAM_THREADS=1 ROAM_LEND_APP_THREAD=off ";
+  // One core per rank, so that 2 ranks against 1 rank measures the decomposition on twice
+  // the cores. Both threads of a rank compute (the application thread runs its own
+  // tasklets in joins whatever --roam-lend-app-thread says): unbound, one rank used both
+  // cores of this machine and the ratio compared two cores with two. overload-allowed
+  // (Open MPI) lets a machine with fewer cores than ranks run it, unbalanced.
+  const std::string one_core = " ROAM_TRANSPORT=mpi ROAM_THREADS=1 " + mpiexec;
+  const std::string bound = " --bind-to core:overload-allowed";
   const std::vector<configuration> configurations = {
-      {"1 rank", "env ROAM_TRANSPORT=inproc ROAM_NODES=1" + one_thread},
-      {"2 ranks", "env ROAM_TRANSPORT=mpi" + one_thread + mpiexec + " -n 2 --bind-to none"},
+      {"1 rank", "env" + one_core + " -n 1" + bound},
+      {"2 ranks", "env" + one_core + " -n 2" + bound},
       {"4 vnodes", "env ROAM_TRANSPORT=inproc ROAM_NODES=4 ROAM_GAS_PATH=am"},
   };
   // runs[c][p][r]

@@ -2,8 +2,9 @@
 // node in that node's global heap, and one task per body in the force phase, which walks
 // every node's tree and fetches remote cells through the software cache (roam::gas).
 //
-// Each node owns a block of the bodies in Morton order (a compact region of space) and
-// builds the octree of its own bodies each step. A body's force walks all the trees: its
+// Each node owns a block of the bodies in Morton order (a compact region of space), cut
+// again before every step so that the blocks cost the same to walk (costzones), and builds
+// the octree of its own bodies each step. A body's force walks all the trees: its
 // own node's from local memory, the others' one cell per get. Cells near the root of a
 // remote tree are wanted by nearly every body, so the cache serves most of them; with
 // policy `none` every visit of a remote cell is a fetch. Between steps the trees are freed
@@ -20,12 +21,18 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace barnes_hut {
 
 struct vec3 {
   double x = 0, y = 0, z = 0;
+  template <class Archive>
+  void serialize(Archive& archive) {
+    archive(x, y, z);
+  }
 };
 inline vec3 operator+(vec3 a, vec3 b) { return {a.x + b.x, a.y + b.y, a.z + b.z}; }
 inline vec3 operator-(vec3 a, vec3 b) { return {a.x - b.x, a.y - b.y, a.z - b.z}; }
@@ -37,6 +44,11 @@ struct body {
   double mass = 0;
   double potential = 0;
   std::uint64_t id = 0;
+  std::uint64_t cost = 1;  ///< cells its last walk visited (costzones' weight)
+  template <class Archive>
+  void serialize(Archive& archive) {
+    archive(pos, vel, acc, mass, potential, id, cost);
+  }
 };
 
 /// A cell of a node's octree, as it lies in global memory (128 bytes).
@@ -124,7 +136,11 @@ inline std::uint64_t morton(vec3 p, vec3 lo, double side) {
   return spread(grid(p.x, lo.x)) | spread(grid(p.y, lo.y)) << 1 | spread(grid(p.z, lo.z)) << 2;
 }
 
-/// This node's block of the bodies in Morton order.
+/// This node's block of the bodies in Morton order: costzones (Singh et al., SPLASH-2's
+/// Barnes), the order cut into num_nodes() runs of about equal cost, each body's cost the
+/// cells its last walk visited (1 before any walk: runs of equal size). A block of equal
+/// size took up to 1.8 times as long to walk as the other on 2 nodes (the denser half's
+/// bodies open more cells). Every node cuts the same gathered bodies the same way.
 inline std::vector<body> my_block(const std::vector<body>& all, roam::node_id me, roam::node_id n) {
   vec3 lo{1e300, 1e300, 1e300}, hi{-1e300, -1e300, -1e300};
   for (const body& b : all) {
@@ -133,12 +149,36 @@ inline std::vector<body> my_block(const std::vector<body>& all, roam::node_id me
   }
   const double side = std::max({hi.x - lo.x, hi.y - lo.y, hi.z - lo.z}) * 1.0001;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> keys(all.size());
-  for (std::uint64_t i = 0; i < all.size(); ++i) keys[i] = {morton(all[i].pos, lo, side), i};
+  std::uint64_t total = 0;
+  for (std::uint64_t i = 0; i < all.size(); ++i) {
+    keys[i] = {morton(all[i].pos, lo, side), all[i].id};  // ids break ties the same everywhere
+    total += all[i].cost;
+  }
+  std::vector<std::uint64_t> at_id(all.size());
+  for (std::uint64_t i = 0; i < all.size(); ++i) at_id[all[i].id] = i;
   std::sort(keys.begin(), keys.end());
-  const std::uint64_t first = all.size() * me / n, last = all.size() * (me + 1) / n;
   std::vector<body> mine;
-  for (std::uint64_t i = first; i < last; ++i) mine.push_back(all[keys[i].second]);
+  std::uint64_t before = 0;
+  for (const auto& key : keys) {
+    const body& b = all[at_id[key.second]];
+    // The node whose share of the cost holds this body's midpoint.
+    const double middle = static_cast<double>(before) + 0.5 * static_cast<double>(b.cost);
+    const auto owner = static_cast<roam::node_id>(
+        std::min<double>(n - 1, std::floor(middle * n / static_cast<double>(total))));
+    if (owner == me) mine.push_back(b);
+    before += b.cost;
+  }
   return mine;
+}
+
+/// Every node's bodies, cut again by their costs (my_block).
+inline std::vector<body> rebalance(const std::vector<body>& mine) {
+  const roam::node_id n = roam::num_nodes();
+  if (n == 1) return mine;
+  std::vector<body> all;
+  for (std::vector<body>& part : roam::allgather(mine))
+    all.insert(all.end(), part.begin(), part.end());
+  return my_block(all, roam::this_node(), n);
 }
 
 /// The octree of `bodies` (one body per leaf), root first, with centres of mass.
@@ -234,9 +274,11 @@ inline void walk(body& b, const std::vector<cell>& local, roam::node_id me,
   std::vector<std::pair<roam::node_id, std::int32_t>> stack;
   for (roam::node_id k = 0; k < roots.size(); ++k)
     if (roots[k]) stack.push_back({k, 0});
+  std::uint64_t visited = 0;
   while (!stack.empty()) {
     const auto [k, index] = stack.back();
     stack.pop_back();
+    ++visited;
     cell c;
     if (k == me) {
       c = local[index];
@@ -256,6 +298,7 @@ inline void walk(body& b, const std::vector<cell>& local, roam::node_id me,
     for (std::int32_t ch : c.child)
       if (ch >= 0) stack.push_back({k, ch});
   }
+  b.cost = visited;
 }
 
 /// One force phase: this node's tree into global memory, every body's walk (one task per
@@ -276,6 +319,17 @@ inline void forces(std::vector<body>& mine, const options& o, std::uint64_t& rem
     for (roam::node_id k = 0; k < roots.size(); ++k)
       copies.push_back(
           k == me ? nullptr : std::make_unique<roam::gas::cached_array<cell>>(roots[k], sizes[k]));
+  }
+  // Every walk starts at the roots: read them before the walks, or every task would start,
+  // find the root's block on its way and suspend until it came (a fiber each, thousands,
+  // and the first 5-40 ms of every phase on 2 ranks).
+  // (Without a cache there is nothing to warm.)
+  for (roam::node_id k = 0; k < roots.size(); ++k) {
+    if (k == me || !roots[k]) continue;
+    if (!copies.empty())
+      (void)(*copies[k])[0];
+    else if (o.policy != roam::gas::cache_policy::none)
+      (void)roam::gas::get(roots[k]).get();
   }
   std::atomic<std::uint64_t> visits{0};
   roam::parallel_for(
@@ -340,10 +394,21 @@ inline result simulate(const options& o) {
       b.vel = b.vel + (o.dt / 2) * b.acc;
       b.pos = b.pos + o.dt * b.vel;
     }
+    mine = rebalance(mine);
     forces(mine, o, visits, copied_fetches, copied_bytes);
     for (body& b : mine) b.vel = b.vel + (o.dt / 2) * b.acc;
   }
   r.energy_end = energy(mine);
+  if (o.check) {  // the cuts between steps kept every body exactly once
+    std::uint64_t ids = 0;
+    for (const body& b : mine) ids += b.id;
+    const std::uint64_t count = roam::allreduce(std::uint64_t{mine.size()}, std::plus<>{});
+    ids = roam::allreduce(ids, std::plus<>{});
+    if (count != o.bodies || ids != o.bodies * (o.bodies - 1) / 2)
+      throw std::logic_error("barnes_hut: the nodes hold " + std::to_string(count) +
+                             " bodies after the steps, not each of the " +
+                             std::to_string(o.bodies) + " once");
+  }
   r.seconds = roam::allreduce(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
       [](double a, double c) { return std::max(a, c); });

@@ -1,8 +1,8 @@
 // A node whose threads are busy with a fork-join tree still answers other nodes: a join runs
 // the tree's tasklets inline and never returns to the worker loop, so it polls the network
 // and lets queued arrivals run every so often (serve_arrivals_if_due). Before that, a request
-// to such a node waited until one of its threads ran out of tasklets (the global memory
-// layer's lease requests in barnes_hut: the asking node idled while the owner computed).
+// to such a node (a roam::call, a global memory request) waited until one of its threads ran
+// out of tasklets.
 #include <roam/roam.hpp>
 
 #include <gtest/gtest.h>
