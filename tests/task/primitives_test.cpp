@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <numeric>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -264,4 +265,47 @@ TEST(Events, FireOnceWithTheDataOfEverySignal) {
       for (int k = 0; k < per_node; ++k) expected += static_cast<long>(s) * 100 + k;
     EXPECT_EQ(fired_sum[roam::this_node()].load(), expected);
   });
+}
+
+// A future made ready holds its value itself (no shared state); every operation behaves as
+// on a future whose promise was set. None of them needs a node.
+TEST(ReadyFuture, HoldsItsValueAndBehavesLikeAnyReadyFuture) {
+  auto f = roam::make_ready_future(std::string("seven"));
+  EXPECT_TRUE(f.valid());
+  EXPECT_TRUE(f.ready());
+  f.wait();
+  auto moved = std::move(f);
+  EXPECT_FALSE(f.valid());  // NOLINT(bugprone-use-after-move): a moved-from future is empty
+  EXPECT_FALSE(f.ready());  // NOLINT(bugprone-use-after-move)
+  EXPECT_THROW(f.get(), roam::usage_error);  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(moved.get(), "seven");
+  EXPECT_FALSE(moved.valid());  // consumed
+  EXPECT_THROW(moved.get(), roam::usage_error);
+
+  // then() runs its continuation at once, on this thread, and forwards its exception.
+  bool ran = false;
+  auto twice = roam::make_ready_future(21).then([&](int v) {
+    ran = true;
+    return 2 * v;
+  });
+  EXPECT_TRUE(ran);
+  EXPECT_EQ(twice.get(), 42);
+  auto failed = roam::make_ready_future(1).then([](int) -> int { throw std::runtime_error("no"); });
+  EXPECT_THROW(failed.get(), std::runtime_error);
+
+  // Combinators take its value like any other future's.
+  std::vector<roam::future<int>> all;
+  all.push_back(roam::make_ready_future(1));
+  all.push_back(roam::make_ready_future(2));
+  EXPECT_EQ(roam::when_all(std::move(all)).get(), (std::vector<int>{1, 2}));
+  std::vector<roam::future<int>> race;
+  race.push_back(roam::make_ready_future(9));
+  const auto first = roam::when_any(std::move(race)).get();
+  EXPECT_EQ(first.index, 0u);
+  EXPECT_EQ(first.value, 9);
+
+  // Move-assignment replaces what the target held.
+  roam::future<int> target = roam::make_ready_future(3);
+  target = roam::make_ready_future(4);
+  EXPECT_EQ(target.get(), 4);
 }

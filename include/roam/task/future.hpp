@@ -109,27 +109,47 @@ class future {
  public:
   using value_type = T;  ///< The type of the value get() returns.
   future() = default;
-  /// Move-only: moving transfers the shared state and leaves the source invalid.
+  /// Move-only: moving transfers the shared state (or the value of a future made ready)
+  /// and leaves the source invalid.
   ///@{
-  future(future&&) noexcept = default;
-  future& operator=(future&&) noexcept = default;
+  future(future&& other) noexcept(std::is_nothrow_move_constructible_v<detail::stored_t<T>>)
+      : state_(std::move(other.state_)), value_(std::move(other.value_)) {
+    other.value_.reset();
+  }
+  future& operator=(future&& other) noexcept(
+      std::is_nothrow_move_assignable_v<detail::stored_t<T>>&&
+          std::is_nothrow_move_constructible_v<detail::stored_t<T>>) {
+    state_ = std::move(other.state_);
+    value_ = std::move(other.value_);
+    other.value_.reset();
+    return *this;
+  }
   future(const future&) = delete;
   future& operator=(const future&) = delete;
   ///@}
 
   /// True once a value or an exception is available. Never blocks.
-  bool ready() const noexcept { return state_ && state_->ready(); }
+  bool ready() const noexcept { return value_ || (state_ && state_->ready()); }
   /// True if this future refers to a state (not default-constructed, not consumed by get).
-  bool valid() const noexcept { return static_cast<bool>(state_); }
+  bool valid() const noexcept { return value_ || state_; }
 
   /// Waits until ready (running the node's work meanwhile; see the file comment).
   void wait() const {
+    if (value_) return;
     check();
     detail::wait(*state_);
   }
 
   /// Waits, then returns the value (or rethrows the exception). Consumes the future.
   T get() {
+    if (value_) {
+      detail::stored_t<T> v = std::move(*value_);
+      value_.reset();
+      if constexpr (!std::is_void_v<T>)
+        return v;
+      else
+        return;
+    }
     wait();
     auto s = std::move(state_);
     if constexpr (std::is_void_v<T>)
@@ -143,10 +163,11 @@ class future {
   /// Consumes this future.
   template <class F>
   auto then(F&& f) {
-    check();
     using R =
         std::conditional_t<std::is_void_v<T>, std::invoke_result<F>, std::invoke_result<F, T>>;
     using U = typename R::type;
+    if (value_) move_value_into_state();
+    check();
     auto next = std::make_shared<detail::shared_state<U>>();
     auto source = std::move(state_);
     source->on_ready([source, next, fn = std::forward<F>(f)]() mutable {
@@ -183,11 +204,27 @@ class future {
   friend class future;
   friend future detail::make_future<T>(std::shared_ptr<detail::shared_state<T>>);
   friend std::shared_ptr<detail::shared_state<T>> detail::release_state<T>(future<T>&&);
+  template <class V>
+  friend future<std::decay_t<V>> make_ready_future(V&& value);
   explicit future(std::shared_ptr<detail::shared_state<T>> s) : state_(std::move(s)) {}
+  /// A future ready with `v` at once, without a shared state (roam::make_ready_future).
+  struct ready_tag {};
+  future(ready_tag, detail::stored_t<T> v) : value_(std::move(v)) {}
   void check() const {
     if (!state_) throw usage_error("operation on an empty or already consumed future");
   }
+  /// Moves a ready value into a shared state, for the operations that need one (then,
+  /// release_state).
+  void move_value_into_state() {
+    auto s = std::make_shared<detail::shared_state<T>>();
+    s->set_value(std::move(*value_));
+    value_.reset();
+    state_ = std::move(s);
+  }
   std::shared_ptr<detail::shared_state<T>> state_;
+  // The value of a future made ready (make_ready_future): no state allocated, locked or
+  // shared (a cache hit of roam::gas::get returns one per call). Empty otherwise.
+  std::optional<detail::stored_t<T>> value_;
 };
 
 /// The producer side: set_value or set_exception exactly once. The owner may destroy the
@@ -257,12 +294,11 @@ class promise {
   bool retrieved_ = false;
 };
 
-/// A future that is ready with `value`.
+/// A future that is ready with `value`. It holds the value itself: nothing is allocated.
 template <class T>
 future<std::decay_t<T>> make_ready_future(T&& value) {
-  promise<std::decay_t<T>> p;
-  p.set_value(std::forward<T>(value));
-  return p.get_future();
+  using F = future<std::decay_t<T>>;
+  return F(typename F::ready_tag{}, std::forward<T>(value));
 }
 /// A ready future<void>. Every such future shares one immortal state (no allocation: one-sided
 /// operations that complete at once return one per call), which is safe because a void state
@@ -279,6 +315,7 @@ inline future<void> make_ready_future() {
 namespace detail {
 template <class T>
 std::shared_ptr<shared_state<T>> release_state(future<T>&& f) {
+  if (f.value_) f.move_value_into_state();
   f.check();
   return std::move(f.state_);
 }
