@@ -360,7 +360,10 @@ TEST(GlobalMemoryCache, AReaderWaitingForABlockKeepsTheNetworkGoing) {
                               1);
                           EXPECT_EQ(wrong.load(), 0);
                           EXPECT_EQ(array.fetches(), 1u);
-                          EXPECT_LT(started_at_first_read.load(), tasks / 2);
+                          // 1996-2000 before the fix; a scheduling period or two of other ranks (3
+                          // ranks on 2 cores) lets several hundred start meanwhile, hence the
+                          // margin.
+                          EXPECT_LT(started_at_first_read.load(), tasks - 100);
                         }
                         roam::barrier();
                         roam::gas::deallocate(mine).get();

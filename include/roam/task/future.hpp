@@ -119,9 +119,13 @@ class future {
   future& operator=(future&& other) noexcept(
       std::is_nothrow_move_assignable_v<detail::stored_t<T>>&&
           std::is_nothrow_move_constructible_v<detail::stored_t<T>>) {
+    if (this == &other) return *this;
     state_ = std::move(other.state_);
-    value_ = std::move(other.value_);
-    other.value_.reset();
+    value_.reset();  // emplaced, not assigned: T need not be move-assignable
+    if (other.value_) {
+      value_.emplace(std::move(*other.value_));
+      other.value_.reset();
+    }
     return *this;
   }
   future(const future&) = delete;
